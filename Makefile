@@ -1,0 +1,38 @@
+# Two entry points, each self-installing into .venv on a fresh machine:
+#   make cluster   cluster the demo tables with the shipped checkpoint (the main job)
+#   make test      run the test suite (what CI runs)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+
+.PHONY: setup cluster test test-fast pretrain evaluate bench clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU wheel of torch; a bare `torch` would pull a multi-GB CUDA build.
+	$(PY) -m pip install -q $(FIND_LINKS) torch==2.13.0
+	$(PY) -m pip install -q $(FIND_LINKS) -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+cluster: $(STAMP)
+	$(PY) jobs/cluster.py $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(ARGS)
+
+pretrain: $(STAMP)
+	$(PY) jobs/pretrain.py $(ARGS)
+
+evaluate: $(STAMP)
+	$(PY) jobs/evaluate.py $(ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

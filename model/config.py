@@ -1,0 +1,87 @@
+"""Architecture contract of TabClustPFN: one frozen dataclass and its named presets."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+DecoderKind = Literal["iterative", "transformer", "naive"]
+CinHead = Literal["categorical", "ordinal"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of the encoder (TabICL-style), the PIN decoder and the CIN head.
+
+    The row representation width is ``d_model = col_dim * n_cls`` (the CLS outputs are concatenated).
+    """
+
+    col_dim: int = 128  # E of a cell embedding
+    col_blocks: int = 3  # induced set-attention blocks over the N values of a column
+    col_heads: int = 4
+    col_inducing: int = 128
+    row_blocks: int = 3  # transformer blocks over the D cells + CLS tokens of a row
+    row_heads: int = 8
+    n_cls: int = 4
+    dec_blocks: int = 6  # L
+    dec_heads: int = 4
+    ff_factor: int = 2
+    k_max: int = 10
+    max_features: int = 64
+    max_categories: int = 16  # categorical codes are embedded modulo this
+    cin_hidden: int = 256
+    decoder: DecoderKind = "iterative"
+    cin_head: CinHead = "categorical"
+
+    def __post_init__(self) -> None:
+        for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
+                     "dec_blocks", "dec_heads", "ff_factor", "max_features", "max_categories", "cin_hidden"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"ModelConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.k_max < 3:
+            raise ValueError(f"ModelConfig.k_max must be >= 3, got {self.k_max}")
+        if self.col_dim % self.col_heads or self.col_dim % self.row_heads:
+            raise ValueError("col_dim must be divisible by col_heads and row_heads")
+        if self.d_model % self.dec_heads:
+            raise ValueError("d_model (col_dim * n_cls) must be divisible by dec_heads")
+        if self.decoder not in ("iterative", "transformer", "naive"):
+            raise ValueError(f"unknown decoder {self.decoder!r}: use 'iterative', 'transformer' or 'naive'")
+        if self.cin_head not in ("categorical", "ordinal"):
+            raise ValueError(f"unknown cin_head {self.cin_head!r}: use 'categorical' or 'ordinal'")
+
+    @property
+    def d_model(self) -> int:
+        return self.col_dim * self.n_cls
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of candidate cluster counts K = 2..k_max."""
+        return self.k_max - 1
+
+    @classmethod
+    def preset(cls, name: Literal["paper", "small", "tiny"], **overrides: Any) -> "ModelConfig":
+        """``paper``: the reference sizes; ``small``: CPU pretraining; ``tiny``: tests."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}: choose one of {sorted(PRESETS)}")
+        return dataclasses.replace(PRESETS[name], **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig keys {unknown}; known keys are {sorted(known)}")
+        return cls(**data)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    "paper": ModelConfig(),
+    "small": ModelConfig(col_dim=32, col_blocks=1, col_heads=4, col_inducing=16, row_blocks=2, row_heads=4,
+                         n_cls=4, dec_blocks=3, dec_heads=4),
+    "tiny": ModelConfig(col_dim=8, col_blocks=1, col_heads=2, col_inducing=4, row_blocks=1, row_heads=2,
+                        n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32),
+}

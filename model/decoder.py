@@ -1,0 +1,96 @@
+"""PIN decoders: the iterative prototype decoder (default) and the two ablation baselines of App. D.2.
+
+Every decoder maps row representations R (S, N, d) to logits (S, N, K_max). Prototype/cluster slots beyond a
+task's K are masked: they never act as keys, and their logits are -inf.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.config import ModelConfig
+from model.layers import MAB
+
+
+class CosineHead(nn.Module):
+    """Shared MLP g on rows and prototypes, L2-normalised; logits = tau * cosine, tau learnable."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.g = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
+        self.log_tau = nn.Parameter(torch.tensor(math.log(10.0)))
+
+    def forward(self, R: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+        r = F.normalize(self.g(R), dim=-1)
+        c = F.normalize(self.g(C), dim=-1)
+        return self.log_tau.exp() * r @ c.transpose(1, 2)  # (S, N, K_max)
+
+
+class IterativeDecoder(nn.Module):
+    """L blocks of [prototype SA, prototype<-data CA, data<-prototype CA] over the first K prototypes."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.prototypes = nn.Parameter(torch.randn(cfg.k_max, d) * d**-0.5)
+        self.blocks = nn.ModuleList(
+            nn.ModuleList(MAB(d, cfg.dec_heads, cfg.ff_factor) for _ in range(3)) for _ in range(cfg.dec_blocks)
+        )
+        self.head = CosineHead(d)
+
+    def forward(self, R, ctx_mask, k_mask):
+        """R: (S, N, d), ctx_mask: (S, N), k_mask: (S, K_max) -> logits (S, N, K_max)."""
+        C = self.prototypes.expand(R.shape[0], -1, -1)
+        for sa, ca_c, ca_r in self.blocks:
+            C = sa(C, C, k_mask)
+            C = ca_c(C, R, ctx_mask)
+            R = ca_r(R, C, k_mask)
+        return self.head(R, C)
+
+
+class TransformerDecoder(nn.Module):
+    """Non-iterative: L SA blocks on the rows, then L layers of prototype SA + prototype<-data CA."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.prototypes = nn.Parameter(torch.randn(cfg.k_max, d) * d**-0.5)
+        self.row_blocks = nn.ModuleList(MAB(d, cfg.dec_heads, cfg.ff_factor) for _ in range(cfg.dec_blocks))
+        self.proto_blocks = nn.ModuleList(
+            nn.ModuleList(MAB(d, cfg.dec_heads, cfg.ff_factor) for _ in range(2)) for _ in range(cfg.dec_blocks)
+        )
+        self.head = CosineHead(d)
+
+    def forward(self, R, ctx_mask, k_mask):
+        for block in self.row_blocks:
+            R = block(R, R, ctx_mask)
+        C = self.prototypes.expand(R.shape[0], -1, -1)
+        for sa, ca_c in self.proto_blocks:
+            C = ca_c(sa(C, C, k_mask), R, ctx_mask)
+        return self.head(R, C)
+
+
+class NaiveDecoder(nn.Module):
+    """SA+MLP: 2L SA blocks on the rows and a point-wise MLP to K_max logits (no prototypes)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        d = cfg.d_model
+        self.blocks = nn.ModuleList(MAB(d, cfg.dec_heads, cfg.ff_factor) for _ in range(2 * cfg.dec_blocks))
+        self.mlp = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, cfg.k_max))
+
+    def forward(self, R, ctx_mask, k_mask):
+        for block in self.blocks:
+            R = block(R, R, ctx_mask)
+        return self.mlp(R)
+
+
+DECODERS = {"iterative": IterativeDecoder, "transformer": TransformerDecoder, "naive": NaiveDecoder}
+
+
+def build_decoder(cfg: ModelConfig) -> nn.Module:
+    return DECODERS[cfg.decoder](cfg)

@@ -1,0 +1,84 @@
+"""TabICL-style encoder: column-wise set embedding, then row-wise interaction through CLS tokens."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from model.config import ModelConfig
+from model.layers import ISAB, MAB
+
+#: Numeric cells are clipped to this many standard deviations before embedding (robust to outliers).
+VALUE_CLIP = 10.0
+
+
+class ColumnEmbedding(nn.Module):
+    """Embed every cell, then let each column's cells attend to an induced summary of that column's context.
+
+    The cell embedding therefore knows its column's distribution (not just its own value).
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        e = cfg.col_dim
+        self.max_categories = cfg.max_categories
+        self.numeric = nn.Linear(1, e)
+        self.categorical = nn.Embedding(cfg.max_categories, e)
+        self.blocks = nn.ModuleList(
+            ISAB(e, cfg.col_heads, cfg.col_inducing, cfg.ff_factor) for _ in range(cfg.col_blocks)
+        )
+
+    def forward(self, X: torch.Tensor, cat_mask: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
+        """X: (B, N, D), cat_mask: (B, D), ctx_mask: (B, N) -> cells (B, N, D, E)."""
+        b, n, d = X.shape
+        num = self.numeric(X.clamp(-VALUE_CLIP, VALUE_CLIP).unsqueeze(-1))  # (B, N, D, E)
+        codes = X.round().clamp(min=0).long() % self.max_categories
+        cat = self.categorical(codes)  # (B, N, D, E)
+        cells = torch.where(cat_mask[:, None, :, None], cat, num)
+        cols = cells.permute(0, 2, 1, 3).reshape(b * d, n, -1)  # (B*D, N, E)
+        ctx = ctx_mask.unsqueeze(1).expand(b, d, n).reshape(b * d, n)
+        for block in self.blocks:
+            cols = block(cols, ctx)
+        return cols.view(b, d, n, -1).permute(0, 2, 1, 3)  # (B, N, D, E)
+
+
+class RowInteraction(nn.Module):
+    """Self-attention over the D cells of each row plus n_cls CLS tokens; the CLS outputs form the row vector.
+
+    A learned per-column identity embedding lets the row tell its features apart (the role of TabICL's rotary
+    encoding); training sees randomly permuted features, so no column order is favoured.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        e = cfg.col_dim
+        self.n_cls = cfg.n_cls
+        self.column_id = nn.Parameter(torch.randn(cfg.max_features, e) * 0.1)
+        self.cls = nn.Parameter(torch.randn(cfg.n_cls, e) * e**-0.5)
+        self.blocks = nn.ModuleList(MAB(e, cfg.row_heads, cfg.ff_factor) for _ in range(cfg.row_blocks))
+        self.norm = nn.LayerNorm(cfg.d_model)
+
+    def forward(self, cells: torch.Tensor, col_mask: torch.Tensor) -> torch.Tensor:
+        """cells: (B, N, D, E), col_mask: (B, D) -> rows (B, N, n_cls*E)."""
+        b, n, d, e = cells.shape
+        if d > self.column_id.shape[0]:
+            raise ValueError(f"the encoder takes at most {self.column_id.shape[0]} features, got {d}")
+        tokens = cells + self.column_id[:d]
+        tokens = torch.cat([self.cls.expand(b, n, -1, -1), tokens], dim=2).reshape(b * n, self.n_cls + d, e)
+        keys = torch.cat([col_mask.new_ones(b, self.n_cls), col_mask], dim=1)  # (B, n_cls+D)
+        keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
+        for block in self.blocks:
+            tokens = block(tokens, tokens, keys)
+        rows = tokens[:, : self.n_cls].reshape(b, n, self.n_cls * e)  # (B, N, d)
+        return self.norm(rows)
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.columns = ColumnEmbedding(cfg)
+        self.rows = RowInteraction(cfg)
+
+    def forward(self, X, col_mask, cat_mask, ctx_mask) -> torch.Tensor:
+        """X: (B, N, D) -> R(0): (B, N, d)."""
+        return self.rows(self.columns(X, cat_mask, ctx_mask), col_mask)

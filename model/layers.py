@@ -1,0 +1,57 @@
+"""Attention building blocks: the pre-norm multihead attention block (MAB) and the induced set block (ISAB)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MAB(nn.Module):
+    """Pre-norm MAB: ``x + MHA(LN(x), LN(y), LN(y))`` then ``+ FFN(LN(.))`` with hidden width ``ff_factor * E``.
+
+    No positional encodings: the block is equivariant to the order of ``x`` and invariant to the order of ``y``.
+    """
+
+    def __init__(self, dim: int, heads: int, ff_factor: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln_q = nn.LayerNorm(dim)
+        self.ln_kv = nn.LayerNorm(dim)
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.ln_ff = nn.LayerNorm(dim)
+        self.ff = nn.Sequential(nn.Linear(dim, ff_factor * dim), nn.GELU(), nn.Linear(ff_factor * dim, dim))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (S, Q, E) queries; y: (S, T, E) keys/values; key_mask: (S, T) bool, True = may be attended."""
+        s, nq, e = x.shape
+        nk = y.shape[1]
+        h = self.heads
+        q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, Q, E/H)
+        k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H) each
+        mask = None if key_mask is None else key_mask[:, None, None, :]
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (S, H, Q, E/H)
+        x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
+        return x + self.ff(self.ln_ff(x))
+
+
+class ISAB(nn.Module):
+    """Induced set attention: m inducing points summarise the context set, then every element reads them.
+
+    Cost is O(N m) instead of O(N^2). Only context elements (``ctx_mask``) shape the summary, so the output of a
+    non-context element depends on the context and on itself alone.
+    """
+
+    def __init__(self, dim: int, heads: int, n_inducing: int, ff_factor: int = 2) -> None:
+        super().__init__()
+        self.inducing = nn.Parameter(torch.randn(n_inducing, dim) * dim**-0.5)
+        self.summarise = MAB(dim, heads, ff_factor)
+        self.read = MAB(dim, heads, ff_factor)
+
+    def forward(self, x: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
+        """x: (S, N, E); ctx_mask: (S, N) bool -> (S, N, E)."""
+        ind = self.inducing.unsqueeze(0).expand(x.shape[0], -1, -1)  # (S, m, E)
+        summary = self.summarise(ind, x, ctx_mask)
+        return self.read(x, summary)

@@ -1,0 +1,108 @@
+"""TabClustNet: PIN (encoder + decoder) and CIN in one module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from model.cin import CIN, gram_fingerprint
+from model.config import ModelConfig
+from model.decoder import build_decoder
+from model.encoder import Encoder
+
+
+@dataclass
+class InferenceOutput:
+    """probs: (B, K_max-1, N, K_max) soft partitions for K = 2..K_max; k_logits: (B, K_max-1) CIN logits."""
+
+    probs: torch.Tensor
+    k_logits: torch.Tensor
+    eta: torch.Tensor | None = None
+
+
+@dataclass
+class TrainOutput:
+    """logits: (B, N, K_max) at the true K (-inf beyond it); k_logits: (B, K_max-1); eta: ordinal logits or None."""
+
+    logits: torch.Tensor
+    k_logits: torch.Tensor
+    eta: torch.Tensor | None = None
+
+
+def candidate_k_mask(n_clusters: torch.Tensor, k_max: int) -> torch.Tensor:
+    """(S,) K per task -> (S, K_max) bool, True for the first K slots."""
+    return torch.arange(k_max, device=n_clusters.device)[None, :] < n_clusters[:, None]
+
+
+class TabClustNet(nn.Module):
+    """TabClustPFN's network. Batch format and shape letters: see the ``model`` package docstring.
+
+    Rows outside ``ctx_mask`` (default: every valid row) are assigned but shape neither the column summaries nor
+    the prototypes nor CIN's Gram matrices, so their outputs do not depend on each other.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg)
+        self.decoder = build_decoder(cfg)
+        self.cin = CIN(cfg)
+
+    def encode(self, X, row_mask, col_mask, cat_mask, ctx_mask=None) -> torch.Tensor:
+        """X: (B, N, D) -> R: (B, N, d)."""
+        if X.dim() != 3:
+            raise ValueError(f"X must be (B, N, D), got shape {tuple(X.shape)}")
+        ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
+        X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
+        return self.encoder(X, col_mask, cat_mask, ctx)
+
+    def partition_logits(self, R, row_mask, n_clusters, ctx_mask=None) -> torch.Tensor:
+        """R: (S, N, d), n_clusters: (S,) -> logits (S, N, K_max), -inf beyond each task's K."""
+        ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
+        k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
+        logits = self.decoder(R, ctx, k_mask)
+        return logits.masked_fill(~k_mask[:, None, :], float("-inf"))
+
+    def all_partitions(self, R, row_mask, ctx_mask=None) -> torch.Tensor:
+        """PIN for every K = 2..K_max in one batched decoder pass -> probs (B, K_max-1, N, K_max)."""
+        b, n, d = R.shape
+        c = self.cfg.n_candidates
+        ks = torch.arange(2, self.cfg.k_max + 1, device=R.device).repeat(b)  # (B*C,)
+        rep = lambda t: t.repeat_interleave(c, dim=0)  # noqa: E731  (B, ...) -> (B*C, ...)
+        ctx = None if ctx_mask is None else rep(ctx_mask)
+        logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx)
+        probs = torch.softmax(logits, dim=-1) * rep(row_mask)[:, :, None]
+        return probs.view(b, c, n, self.cfg.k_max)
+
+    def cardinality(self, probs, row_mask, ctx_mask=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """CIN on (B, K_max-1, N, K_max) partitions -> (k_logits (B, K_max-1), ordinal eta or None)."""
+        ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
+        return self.cin(gram_fingerprint(probs, ctx))
+
+    def infer(self, X, row_mask, col_mask, cat_mask, ctx_mask=None) -> InferenceOutput:
+        """Soft partitions for every K and the posterior over K, in one pass of the encoder."""
+        R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
+        probs = self.all_partitions(R, row_mask, ctx_mask)
+        k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
+        return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta)
+
+    def forward(self, X, row_mask, col_mask, cat_mask, ctx_mask=None, n_clusters=None, detach_cin: bool = True):
+        """Inference (``n_clusters`` None) -> :class:`InferenceOutput`; training -> :class:`TrainOutput`.
+
+        In training mode PIN runs at the true K with gradients, and CIN reads PIN's partitions for every K; with
+        ``detach_cin`` (the paper's decoupled optimisation) those partitions are computed without a graph, so CIN's
+        loss cannot reach PIN. Training goes through ``forward`` so that DistributedDataParallel sees the call.
+        """
+        if n_clusters is None:
+            return self.infer(X, row_mask, col_mask, cat_mask, ctx_mask)
+        R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
+        logits = self.partition_logits(R, row_mask, n_clusters, ctx_mask)
+        if detach_cin:
+            with torch.no_grad():
+                probs = self.all_partitions(R.detach(), row_mask, ctx_mask)
+        else:
+            probs = self.all_partitions(R, row_mask, ctx_mask)
+        k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
+        return TrainOutput(logits=logits, k_logits=k_logits, eta=eta)
