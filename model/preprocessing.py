@@ -1,0 +1,375 @@
+"""Table preprocessing for TabClustPFN: a numpy array or DataFrame -> the model's ``X`` and ``cat_mask``.
+
+Rules (fitted once on the table being clustered, then reused by ``transform`` for new rows):
+
+* **Column types.** Numeric numpy dtypes and numeric pandas dtypes are numeric. ``bool``, ``category`` and
+  pandas ``boolean`` columns are categorical. Object and string columns are inspected value by value: a column
+  whose values are all numbers or numeric strings (``"1.5"``) is numeric; a column of strings with at least one
+  non-numeric string is categorical; a column that mixes real numbers with non-numeric strings (``3.2`` and
+  ``"?"``) is refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into
+  NaN). Values that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise
+  ``ValueError``.
+* **Missing values** (NaN, None, pd.NA) are imputed: the median for numeric columns, the most frequent category
+  for categorical ones. ``inf`` is refused (``ValueError``).
+* **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
+  below 1e-12 of its scale) carry no cluster information and are dropped; if nothing remains, ``ValueError``.
+* **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation.
+* **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
+  order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
+  categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
+  In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
+  frequent code (the same code as a missing value).
+* **Too many features.** When more than ``max_features`` columns remain, the table is projected onto its first
+  ``max_features`` principal components (the paper's remedy for D > 64), with a ``UserWarning``: categorical
+  columns are one-hot encoded, every column (numeric and one-hot) is z-normalised, the principal axes come from
+  the eigendecomposition of the covariance (signs fixed, so the result is deterministic), and each component is
+  scaled to unit variance, like the z-normalised columns seen in pretraining. The output is then all numeric.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+_CHUNK_ROWS = 65536  # rows per block in the PCA path (bounds its memory)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """Fitted statistics of one kept input column."""
+
+    index: int
+    name: str
+    categorical: bool
+    center: float = 0.0  # numeric: mean after imputation
+    scale: float = 1.0  # numeric: standard deviation after imputation
+    fill: float = 0.0  # numeric: median; categorical: most frequent code
+    categories: tuple = ()  # categorical: kept values, code = position
+    other_code: int | None = None  # categorical: code of pooled rare/unseen values, if any
+
+
+def _column_label(name: Any, j: int) -> str:
+    return f"column {name!r}" if name != j else f"column {j}"
+
+
+def as_frame(X: Any) -> pd.DataFrame:
+    """Validate the shape of ``X`` (array-like or DataFrame) and view it as a DataFrame, without copying data."""
+    if isinstance(X, pd.DataFrame):
+        frame = X
+    else:
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError("sparse input is not supported by TabClustPFN; pass a dense array (X.toarray()).")
+        if isinstance(X, pd.Series):
+            raise ValueError("Expected 2D array, got a pandas Series instead. Reshape your data with "
+                             "X.to_frame() if it is a single feature.")
+        arr = np.asarray(X)
+        if arr.dtype.kind in "US":  # a list mixing numbers and strings: keep the numbers as numbers
+            arr = np.asarray(X, dtype=object)
+        if arr.ndim != 2:
+            if arr.ndim < 2:
+                raise ValueError(f"Expected 2D array, got {arr.ndim}D array instead. Reshape your data either "
+                                 "using array.reshape(-1, 1) if your data has a single feature or "
+                                 "array.reshape(1, -1) if it contains a single sample.")
+            raise ValueError(f"Expected a 2-D table (rows x features), got a {arr.ndim}-D array of shape "
+                             f"{arr.shape}; reshape it to (n_samples, n_features).")
+        if arr.dtype.kind == "c":
+            raise ValueError("Complex data not supported; pass real-valued features.")
+        frame = pd.DataFrame(arr, copy=False)
+    if frame.shape[0] == 0:
+        raise ValueError(f"empty table: X has 0 rows (shape={frame.shape}); pass at least 2 rows.")
+    if frame.shape[1] == 0:
+        raise ValueError(f"X has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
+    return frame
+
+
+def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]:
+    """Object column -> (is_categorical, values); numeric values come back as float64."""
+    missing = pd.isna(values)
+    present = values[~missing]
+    kinds = {type(v) for v in present}
+    for kind in kinds:
+        if not issubclass(kind, (str, numbers.Number)):
+            raise TypeError(f"{label}: argument must be a string or a real number, not {kind.__name__!r}")
+        if issubclass(kind, numbers.Complex) and not issubclass(kind, numbers.Real):
+            raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
+    if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
+        return True, values
+    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
+    failed = np.isnan(parsed) & ~missing
+    if not failed.any():
+        return False, parsed
+    if any(not issubclass(k, str) for k in kinds):
+        bad = values[np.flatnonzero(failed)[0]]
+        raise ValueError(f"{label} mixes numbers with non-numeric strings (e.g. {bad!r}); replace those "
+                         "strings with NaN if they mean 'missing', or cast the column to 'category' to treat it "
+                         "as categorical.")
+    return True, values
+
+
+def _sorted_values(values: np.ndarray) -> list:
+    uniq = list(pd.unique(values))
+    try:
+        return sorted(uniq)
+    except TypeError:
+        return sorted(uniq, key=repr)
+
+
+class TablePreprocessor:
+    """Fitted preprocessing from a raw table to the model's inputs (rules in the module docstring).
+
+    Parameters
+    ----------
+    max_features : int, default=64
+        Most columns the encoder takes; wider tables are reduced with PCA (with a warning).
+    max_categories : int, default=16
+        Most distinct codes per categorical column; rarer categories are pooled into an "other" code.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input columns seen in ``fit``.
+    columns_ : list
+        Fitted statistics of the kept columns, in input order.
+    dropped_ : dict[str, str]
+        Dropped input columns (label -> reason).
+    components_ : ndarray of shape (P, max_features) or None
+        Principal axes when the PCA reduction is active (P = numeric + one-hot width), else None.
+    cat_mask_ : ndarray of bool, shape (D,)
+        True for output columns that hold categorical codes.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": [1.0, 2.0, None, 4.0], "c": ["a", "b", "a", "a"], "k": [7, 7, 7, 7]})
+    >>> pre = TablePreprocessor().fit(df)
+    >>> X, cat_mask = pre.transform(df)
+    >>> X.shape, cat_mask.tolist(), sorted(pre.dropped_)
+    ((4, 2), [False, True], ["column 'k'"])
+    """
+
+    def __init__(self, max_features: int = 64, max_categories: int = 16) -> None:
+        if max_features < 1 or max_categories < 2:
+            raise ValueError("max_features must be >= 1 and max_categories >= 2")
+        self.max_features = max_features
+        self.max_categories = max_categories
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: Any) -> "TablePreprocessor":
+        """Learn column types, imputation values, normalisation and (if needed) the PCA projection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or DataFrame
+            At least 2 rows.
+
+        Returns
+        -------
+        self
+        """
+        frame = as_frame(X)
+        n = frame.shape[0]
+        if n < 2:
+            raise ValueError(f"TabClustPFN needs at least 2 rows to cluster, got n_samples={n}.")
+        self.n_features_in_ = frame.shape[1]
+        self.columns_: list[_Column] = []
+        self.dropped_: dict[str, str] = {}
+        for j, name in enumerate(frame.columns):
+            label = _column_label(name, j)
+            col = self._fit_column(frame.iloc[:, j], j, label)
+            if isinstance(col, str):
+                self.dropped_[label] = col
+            else:
+                self.columns_.append(col)
+        if self.dropped_:
+            logger.info("dropped %d uninformative column(s): %s", len(self.dropped_), self.dropped_)
+        if not self.columns_:
+            raise ValueError("no usable column: every column is entirely missing or constant "
+                             f"({self.dropped_}); nothing to cluster.")
+        self.components_ = None
+        self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        if len(self.columns_) > self.max_features:
+            self._fit_pca(self._encode(frame))
+        return self
+
+    def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
+        categorical, values = self._column_values(series, label, fitted=None)
+        if categorical:
+            return self._fit_categorical(series, values, j, label)
+        present = values[~np.isnan(values)]
+        if present.size == 0:
+            return "entirely missing"
+        median = float(np.median(present))
+        filled = np.where(np.isnan(values), median, values)
+        mean, std = float(filled.mean()), float(filled.std())
+        if not std > 1e-12 * max(1.0, abs(mean)):
+            return "constant"
+        return _Column(j, label, False, center=mean, scale=std, fill=median)
+
+    def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
+        missing = pd.isna(values)
+        if missing.all():
+            return "entirely missing"
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            seen = set(pd.unique(values[~missing]))
+            order = [c for c in series.cat.categories if c in seen]
+        else:
+            order = _sorted_values(values[~missing])
+        if len(order) < 2:
+            return "constant"
+        counts = pd.Series(values[~missing]).value_counts()
+        other = None
+        if len(order) > self.max_categories:  # keep the most frequent, pool the rest
+            ranked = sorted(order, key=lambda v: -int(counts[v]))  # stable: ties keep sorted order
+            keep = set(ranked[: self.max_categories - 1])
+            order = [v for v in order if v in keep]
+            other = len(order)
+            logger.info("%s has %d categories; pooling the rarest into one code", label, len(counts))
+        codes = pd.Index(order, dtype=object).get_indexer(values)
+        codes = np.where((codes < 0) & ~missing, other if other is not None else -1, codes)
+        fill = int(np.bincount(codes[codes >= 0]).argmax())
+        return _Column(j, label, True, fill=fill, categories=tuple(order), other_code=other)
+
+    def _column_values(self, series: pd.Series, label: str, fitted: _Column | None) -> tuple[bool, np.ndarray]:
+        """One input column -> (categorical?, values): float64 for numeric, object array for categorical.
+
+        With ``fitted`` (transform), the fitted type is imposed instead of inferred.
+        """
+        dtype = series.dtype
+        if fitted is not None and fitted.categorical:
+            return True, series.to_numpy(object)
+        if pd.api.types.is_complex_dtype(dtype):
+            raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
+        if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
+            if fitted is None:
+                return True, series.to_numpy(object)
+            values = self._parse_numeric(series.to_numpy(object), label)
+        elif pd.api.types.is_numeric_dtype(dtype):
+            values = series.to_numpy(np.float64, na_value=np.nan)
+        elif pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            values = series.to_numpy(object)
+            if fitted is not None:
+                values = self._parse_numeric(values, label)
+            else:
+                categorical, values = _classify_objects(values, label)
+                if categorical:
+                    return True, values
+        else:
+            raise ValueError(f"{label} has unsupported dtype {dtype}; convert it to numbers or 'category'.")
+        if np.isinf(values).any():
+            raise ValueError(f"{label} contains inf; replace infinite values with finite numbers or NaN "
+                             "(NaN is imputed).")
+        return False, values
+
+    @staticmethod
+    def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
+        parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
+        failed = np.isnan(parsed) & ~pd.isna(values)
+        if failed.any():
+            raise ValueError(f"{label} is numeric but holds the non-numeric value "
+                             f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")
+        return parsed
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Apply the fitted preprocessing to rows of the same columns.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_) or DataFrame
+
+        Returns
+        -------
+        X_model : ndarray of float32, shape (n_samples, D)
+            Z-normalised numeric columns and categorical codes (or unit-variance principal components).
+        cat_mask : ndarray of bool, shape (D,)
+        """
+        if not hasattr(self, "columns_"):
+            raise RuntimeError("TablePreprocessor.transform called before fit")
+        frame = as_frame(X)
+        if frame.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {frame.shape[1]} features, but the preprocessing was fitted on "
+                             f"{self.n_features_in_}.")
+        out = self._encode(frame)
+        if self.components_ is None:
+            return out, self.cat_mask_.copy()
+        return self._project(out), np.zeros(self.components_.shape[1], bool)
+
+    def fit_transform(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``fit(X)`` then ``transform(X)``."""
+        return self.fit(X).transform(X)
+
+    def _encode(self, frame: pd.DataFrame) -> np.ndarray:
+        """Kept columns -> (n, n_kept) float32: z-scores and codes (before any PCA)."""
+        out = np.empty((frame.shape[0], len(self.columns_)), np.float32)
+        for i, col in enumerate(self.columns_):
+            categorical, values = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
+            if categorical:
+                missing = pd.isna(values)
+                codes = pd.Index(list(col.categories), dtype=object).get_indexer(values).astype(np.int64)
+                unseen = (codes < 0) & ~missing
+                if unseen.any() and col.other_code is None:
+                    logger.info("%s: %d unseen categories mapped to the most frequent one", col.name,
+                                int(unseen.sum()))
+                codes[unseen] = col.fill if col.other_code is None else col.other_code
+                codes[missing] = int(col.fill)
+                out[:, i] = codes
+            else:
+                filled = np.where(np.isnan(values), col.fill, values)
+                out[:, i] = (filled - col.center) / col.scale
+        return out
+
+    # ------------------------------------------------------------------ PCA
+    def _design(self, block: np.ndarray) -> np.ndarray:
+        """(n, n_kept) encoded rows -> (n, P) float64: numerics as they are, categoricals one-hot, z-normalised."""
+        parts = []
+        for i, col in enumerate(self.columns_):
+            if not col.categorical:
+                parts.append(block[:, i : i + 1].astype(np.float64))
+                continue
+            width = len(col.categories) + (col.other_code is not None)
+            parts.append(np.eye(width)[block[:, i].astype(np.int64)])
+        design = np.concatenate(parts, axis=1)
+        return (design - self._design_mean) / self._design_scale
+
+    def _fit_pca(self, encoded: np.ndarray) -> None:
+        k = self.max_features
+        warnings.warn(f"{len(self.columns_)} usable features exceed the model's {k}: projecting the table "
+                      f"onto its first {k} principal components (categorical columns one-hot encoded).",
+                      UserWarning, stacklevel=3)
+        self._design_mean, self._design_scale = 0.0, 1.0
+        first = self._design(encoded[:1])
+        total, sq, n = np.zeros(first.shape[1]), np.zeros(first.shape[1]), encoded.shape[0]
+        for start in range(0, n, _CHUNK_ROWS):
+            z = self._design(encoded[start : start + _CHUNK_ROWS])
+            total += z.sum(0)
+            sq += (z**2).sum(0)
+        mean = total / n
+        std = np.sqrt(np.maximum(sq / n - mean**2, 0.0))
+        self._design_mean, self._design_scale = mean, np.where(std > 1e-12, std, 1.0)
+        cov = np.zeros((first.shape[1], first.shape[1]))
+        for start in range(0, n, _CHUNK_ROWS):
+            z = self._design(encoded[start : start + _CHUNK_ROWS])
+            cov += z.T @ z
+        eigval, eigvec = np.linalg.eigh(cov / n)
+        order = np.argsort(eigval)[::-1][:k]
+        eigval, eigvec = eigval[order], eigvec[:, order]
+        keep = eigval > 1e-10 * max(float(eigval[0]), 1e-300)  # drop null directions (rank < k)
+        eigval, eigvec = eigval[keep], eigvec[:, keep]
+        signs = np.sign(eigvec[np.abs(eigvec).argmax(0), np.arange(eigvec.shape[1])])
+        self.components_ = eigvec * signs / np.sqrt(eigval)  # unit-variance scores
+        logger.info("PCA keeps %d components explaining %.1f%% of the variance", eigvec.shape[1],
+                    100.0 * eigval.sum() / max(np.trace(cov / n), 1e-300))
+
+    def _project(self, encoded: np.ndarray) -> np.ndarray:
+        out = np.empty((encoded.shape[0], self.components_.shape[1]), np.float32)
+        for start in range(0, encoded.shape[0], _CHUNK_ROWS):
+            out[start : start + _CHUNK_ROWS] = self._design(encoded[start : start + _CHUNK_ROWS]) @ self.components_
+        return out

@@ -1,0 +1,166 @@
+"""model/preprocessing.py: column typing, imputation, dropping, normalisation, PCA and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from model.preprocessing import TablePreprocessor
+
+
+def test_numeric_columns_are_z_normalised():
+    rng = np.random.default_rng(0)
+    X = rng.normal(loc=[5.0, -3.0], scale=[2.0, 0.1], size=(200, 2))
+    Z, cat_mask = TablePreprocessor().fit_transform(X)
+    assert Z.dtype == np.float32 and not cat_mask.any()
+    np.testing.assert_allclose(Z.mean(0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(Z.std(0), 1.0, atol=1e-5)
+
+
+def test_dataframe_category_object_bool_columns_become_codes():
+    df = pd.DataFrame({
+        "num": [0.5, 1.5, 2.5, 3.5],
+        "obj": ["b", "a", "c", "a"],
+        "flag": [True, False, True, True],
+        "cat": pd.Categorical(["hi", "lo", "lo", "hi"], categories=["lo", "hi", "unused"]),
+    })
+    Z, cat_mask = TablePreprocessor().fit_transform(df)
+    assert cat_mask.tolist() == [False, True, True, True]
+    np.testing.assert_array_equal(Z[:, 1], [1, 0, 2, 0])  # sorted order of the strings
+    np.testing.assert_array_equal(Z[:, 2], [1, 0, 1, 1])  # False < True
+    np.testing.assert_array_equal(Z[:, 3], [1, 0, 0, 1])  # category order, unused category skipped
+
+
+def test_object_column_of_numeric_strings_is_numeric():
+    df = pd.DataFrame({"s": ["1.0", "2.0", "3.0", None], "x": [1.0, 0.0, 1.0, 0.0]})
+    pre = TablePreprocessor().fit(df)
+    assert not pre.cat_mask_[0]
+    Z, _ = pre.transform(df)
+    assert np.isfinite(Z).all()
+
+
+def test_numbers_mixed_with_non_numeric_strings_is_refused_naming_the_column():
+    df = pd.DataFrame({"age": np.array([31.0, 40.0, "?", 22.0], dtype=object), "x": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(ValueError, match=r"'age'.*non-numeric strings"):
+        TablePreprocessor().fit(df)
+
+
+def test_list_input_mixing_numbers_and_strings_keeps_numbers_numeric():
+    rows = [[1.0, "a"], [2.0, "b"], [3.0, "a"]]
+    _, cat_mask = TablePreprocessor().fit_transform(rows)
+    assert cat_mask.tolist() == [False, True]
+
+
+def test_non_numeric_string_at_transform_in_a_numeric_column_is_refused():
+    df = pd.DataFrame({"x": ["1", "2", "3"], "y": [1.0, 2.0, 4.0]})
+    pre = TablePreprocessor().fit(df)
+    bad = pd.DataFrame({"x": ["1", "oops", "3"], "y": [1.0, 2.0, 4.0]})
+    with pytest.raises(ValueError, match=r"'x'.*'oops'"):
+        pre.transform(bad)
+
+
+def test_missing_values_imputed_with_median_and_most_frequent():
+    df = pd.DataFrame({"x": [1.0, np.nan, 3.0, 10.0], "c": ["u", None, "v", "v"]})
+    pre = TablePreprocessor().fit(df)
+    Z, _ = pre.transform(df)
+    num = pre.columns_[0]
+    assert num.fill == 3.0  # median of 1, 3, 10
+    assert Z[1, 0] == pytest.approx((3.0 - num.center) / num.scale)
+    assert Z[1, 1] == 1  # "v" (code 1) is the most frequent
+
+
+def test_constant_and_all_missing_columns_are_dropped():
+    X = np.array([[1.0, 7.0, np.nan, 0.0], [2.0, 7.0, np.nan, 1.0], [3.0, 7.0, np.nan, 0.0]])
+    pre = TablePreprocessor().fit(X)
+    assert pre.dropped_ == {"column 1": "constant", "column 2": "entirely missing"}
+    Z, _ = pre.transform(X)
+    assert Z.shape == (3, 2)
+
+
+def test_nothing_left_after_dropping_is_refused():
+    X = np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 1.0]])
+    with pytest.raises(ValueError, match="no usable column"):
+        TablePreprocessor().fit(X)
+
+
+@pytest.mark.parametrize(
+    ("X", "match"),
+    [
+        (np.zeros((0, 3)), "empty table"),
+        (np.zeros((1, 3)), "at least 2 rows"),
+        (np.zeros((4, 3, 2)), "3-D array"),
+        (np.zeros(5), "Reshape your data"),
+        (np.array([[1.0, 2.0], [np.inf, 1.0], [0.0, 3.0]]), "column 0 contains inf"),
+        (np.zeros((4, 0)), r"0 feature\(s\)"),
+    ],
+)
+def test_bad_shapes_and_values_are_refused(X, match):
+    with pytest.raises(ValueError, match=match):
+        TablePreprocessor().fit(X)
+
+
+def test_inf_at_transform_is_refused():
+    pre = TablePreprocessor().fit(np.arange(6.0).reshape(3, 2))
+    with pytest.raises(ValueError, match="inf"):
+        pre.transform(np.array([[0.0, -np.inf]]))
+
+
+def test_values_that_are_neither_numbers_nor_strings_raise_type_error():
+    X = np.arange(6.0).reshape(3, 2).astype(object)
+    X[0, 0] = {"foo": "bar"}
+    with pytest.raises(TypeError, match="must be a string or a real number"):
+        TablePreprocessor().fit(X)
+
+
+def test_transform_reuses_fitted_statistics():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 3))
+    pre = TablePreprocessor().fit(X)
+    Z_new, _ = pre.transform(X[:5] + 1.0)
+    Z_old, _ = pre.transform(X[:5])
+    expected = np.broadcast_to(1.0 / np.array([c.scale for c in pre.columns_]), Z_new.shape)
+    np.testing.assert_allclose(Z_new - Z_old, expected, rtol=1e-4)
+
+
+def test_unseen_category_maps_to_most_frequent_code():
+    df = pd.DataFrame({"c": ["a", "b", "b", "b"], "x": [0.0, 1.0, 2.0, 3.0]})
+    pre = TablePreprocessor().fit(df)
+    Z, _ = pre.transform(pd.DataFrame({"c": ["zzz", "a"], "x": [0.0, 1.0]}))
+    assert Z[:, 0].tolist() == [1.0, 0.0]
+
+
+def test_high_cardinality_column_pools_rare_categories_into_other_code():
+    values = ["common"] * 30 + [f"rare{i}" for i in range(20)]
+    df = pd.DataFrame({"c": values, "x": np.arange(50.0)})
+    pre = TablePreprocessor(max_categories=4).fit(df)
+    Z, _ = pre.transform(df)
+    codes = Z[:, 0].astype(int)
+    assert codes.max() == 3 and len(np.unique(codes)) == 4  # 3 kept categories + "other"
+    assert len(set(codes[:30])) == 1  # the frequent category keeps its own code
+    unseen, _ = pre.transform(pd.DataFrame({"c": ["never-seen"], "x": [0.0]}))
+    assert unseen[0, 0] == pre.columns_[0].other_code
+
+
+def test_wide_table_is_reduced_with_pca_and_warns():
+    rng = np.random.default_rng(2)
+    latent = rng.normal(size=(300, 5))
+    X = latent @ rng.normal(size=(5, 80)) + 0.01 * rng.normal(size=(300, 80))
+    df = pd.DataFrame(X)
+    df["c"] = rng.choice(["a", "b", "c"], size=300)
+    pre = TablePreprocessor(max_features=64)
+    with pytest.warns(UserWarning, match="principal components"):
+        Z, cat_mask = pre.fit_transform(df)
+    assert Z.shape == (300, 64) and not cat_mask.any()
+    np.testing.assert_allclose(Z.std(0), 1.0, atol=1e-3)
+    np.testing.assert_allclose(Z.T @ Z / 300, np.eye(64), atol=1e-3)  # decorrelated components
+    Z2, _ = pre.transform(df)
+    np.testing.assert_array_equal(Z, Z2)  # deterministic projection
+
+
+def test_pca_keeps_fewer_components_when_rank_is_lower():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 70))  # rank <= 29
+    with pytest.warns(UserWarning):
+        Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
+    assert Z.shape[0] == 30 and Z.shape[1] <= 29
