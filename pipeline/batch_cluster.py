@@ -1,0 +1,455 @@
+"""Cluster many tables at once: one Ray actor per worker loads the model once and clusters table after table.
+
+Every input table (CSV or Parquet) goes through :func:`cluster_table`, the same per-table function whether it
+runs in an actor or in a plain loop. A bad table (unreadable, empty, one row, free-text column, all missing,
+more columns than :data:`MAX_COLUMNS`) gives a failed summary row with the reason and never stops the batch.
+
+Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
+``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`). The driver writes every file, so with
+``ray job submit`` they land on the head node; the input paths must be readable by the workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import logging
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+#: Repository root and the demo tables clustered when no input is given.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_DIR = REPO_ROOT / "data" / "demo"
+DEMO_LABEL_COLUMN = "target"
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+#: Default limit on feature columns. The estimator projects a table wider than its 64 features onto principal
+#: components of the numeric + one-hot columns (up to 16 per categorical), whose covariance grows with the
+#: square of that width: 512 categorical columns give 8,192 design columns, a 0.5 GB covariance per worker.
+MAX_COLUMNS = 512
+#: A text column with more distinct values than this (or than half its rows) is free text, not a category.
+MAX_CATEGORY_LEVELS = 50
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "seconds", "ari", "nmi",
+                   "error", "path"]
+
+
+@dataclass(frozen=True)
+class ClusterJobConfig:
+    """Settings of one batch clustering run.
+
+    Parameters
+    ----------
+    inputs : tuple of str
+        CSV/Parquet files, directories (their ``*.csv``/``*.parquet`` files) or glob patterns; empty means the
+        demo tables in ``data/demo`` with ground-truth column ``target``.
+    output_dir : str
+        Where ``<table>.parquet`` and ``summary.csv`` go.
+    n_clusters : int, optional
+        Fixed K for every table; None lets the model infer K per table.
+    label_column : str, optional
+        Ground-truth column scored with ARI/NMI and kept out of the features.
+    checkpoint : str, optional
+        Model checkpoint; None uses the one shipped with the package.
+    num_workers : int, optional
+        Ray actors (each loads the model once); default: one per logical CPU, at most one per table.
+    seed : int
+        ``random_state`` of the estimator, the same for every table.
+    max_columns : int
+        Tables with more feature columns fail with a clear reason (see :data:`pipeline.table_io.MAX_COLUMNS`).
+    tracking_uri : str, optional
+        MLflow store; default ``sqlite:///mlruns.db``.
+    """
+
+    inputs: tuple[str, ...] = ()
+    output_dir: str = "outputs/cluster"
+    n_clusters: int | None = None
+    label_column: str | None = None
+    checkpoint: str | None = None
+    num_workers: int | None = None
+    seed: int = 0
+    max_columns: int = MAX_COLUMNS
+    tracking_uri: str | None = None
+    experiment: str = "cluster"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_clusters is not None and self.n_clusters < 2:
+            raise ValueError(f"n_clusters must be >= 2 or None, got {self.n_clusters}")
+        if self.num_workers is not None and self.num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
+        if self.max_columns < 1:
+            raise ValueError(f"max_columns must be >= 1, got {self.max_columns}")
+
+
+class TableError(ValueError):
+    """A table that cannot be clustered; the message names the problem and what to do."""
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a CSV or Parquet file, raising :class:`TableError` with the reason when that fails."""
+    path = Path(path)
+    if not path.is_file():
+        raise TableError(f"file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            return pd.read_csv(path)
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+    except pd.errors.EmptyDataError:
+        raise TableError("table is empty (the file holds no header and no rows)") from None
+    except Exception as exc:  # any parser error: report it, keep the batch going
+        raise TableError(f"unreadable {suffix.lstrip('.').upper()} file ({type(exc).__name__}: {exc})") from None
+    raise TableError(f"unsupported file type {suffix!r}: use .csv or .parquet")
+
+
+def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
+                     max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, pd.Series | None]:
+    """Split a table into the features to cluster and the ground truth, refusing tables that cannot be clustered.
+
+    The feature columns are passed on unchanged (the estimator types, imputes and normalises them itself), so a
+    table's output equals ``TabClustPFN(...).fit(features)``. Refused: no rows, fewer than 2 rows, an unknown
+    label column, no feature column, more than ``max_columns`` feature columns, no observed value, and text
+    columns that are not categories (see :func:`check_text_column`).
+
+    Raises
+    ------
+    TableError
+        With the reason and what to do.
+    """
+    if len(frame) == 0:
+        raise TableError("table is empty (no rows)")
+    truth = None
+    if label_column is not None:
+        if label_column not in frame.columns:
+            raise TableError(f"label column {label_column!r} not found; the columns are {list(frame.columns)[:20]}")
+        truth = frame[label_column]
+        frame = frame.drop(columns=[label_column])
+    if frame.shape[1] == 0:
+        raise TableError("table has no feature columns")
+    if len(frame) < 2:
+        raise TableError("table has only 1 row; clustering needs at least 2")
+    if frame.shape[1] > max_columns:
+        raise TableError(f"{frame.shape[1]} feature columns exceed the limit of {max_columns} (memory); select "
+                         "or reduce columns (e.g. PCA) first, or raise --max-columns")
+    if frame.isna().all(axis=None):
+        raise TableError("every feature value is missing")
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype):
+            check_text_column(col)
+    return frame, truth
+
+
+def check_text_column(col: pd.Series) -> None:
+    """Refuse a text column that is neither all numbers nor a category with few levels.
+
+    A column of mostly numbers with some non-numeric strings (``"?"``, ``"n/a"``) is refused so those strings are
+    not taken as categories; a column with more than :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more
+    than half as many distinct strings as values, is free text (names, ids, garbage), not a feature.
+    """
+    present = col.dropna()
+    if present.empty:
+        return
+    text = present.astype(str)
+    numeric = pd.to_numeric(text, errors="coerce").notna()
+    if numeric.all():
+        return
+    example = text[~numeric].iloc[0][:40]
+    if numeric.mean() >= 0.5:
+        raise TableError(f"column {col.name!r} is numeric but holds non-numeric strings (e.g. {example!r}); "
+                         "write missing values as empty cells or NaN, or cast the column to 'category'")
+    levels = text.nunique()
+    if levels > MAX_CATEGORY_LEVELS or levels > max(2, len(present) // 2):
+        raise TableError(f"column {col.name!r} holds free text ({levels} distinct strings, e.g. {example!r}); "
+                         f"drop it, or encode it as a category with at most {MAX_CATEGORY_LEVELS} levels")
+
+
+def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:
+    """Expand files, directories and glob patterns into a sorted, de-duplicated list of table paths.
+
+    A named file is kept even when it does not exist or has another suffix (it then fails as unreadable, with
+    the reason in the summary); a directory contributes its CSV/Parquet files; a pattern its matches.
+
+    Raises
+    ------
+    ValueError
+        When nothing at all is found, naming the inputs that matched nothing.
+    """
+    found: list[Path] = []
+    empty: list[str] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            hits = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)
+        elif glob.has_magic(item):
+            hits = sorted(Path(p) for p in glob.glob(item, recursive=True)
+                          if Path(p).is_file() and Path(p).suffix.lower() in TABLE_SUFFIXES)
+        else:
+            hits = [path]
+        if not hits:
+            empty.append(item)
+        found.extend(hits)
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    if not unique:
+        raise ValueError(f"no CSV or Parquet tables found in {list(inputs) or '(no inputs)'}; pass files, "
+                         "directories or glob patterns such as 'data/*.csv'")
+    for item in empty:
+        logger.warning("input %r holds no CSV or Parquet tables", item)
+    return unique
+
+
+def table_names(paths: list[Path]) -> list[str]:
+    """Output names: each file's stem, made unique with the suffix and then a counter when stems collide."""
+    stems = [p.stem for p in paths]
+    names: list[str] = []
+    for p in paths:
+        name = p.stem if stems.count(p.stem) == 1 else f"{p.stem}_{p.suffix.lstrip('.').lower()}"
+        base, i = name, 2
+        while name in names:
+            name, i = f"{base}_{i}", i + 1
+        names.append(name)
+    return names
+
+
+def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
+    return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
+            "k_posterior": None, "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error,
+            "path": str(path)}
+
+
+def cluster_table(estimator_factory, path: Path, name: str, *, label_column: str | None = None,
+                  max_columns: int = MAX_COLUMNS) -> tuple[dict, pd.DataFrame | None]:
+    """Cluster one table; never raises for a bad table.
+
+    Parameters
+    ----------
+    estimator_factory : callable
+        Returns a fresh unfitted clusterer (``fit`` sets ``labels_``, ``n_clusters_``, ``probabilities_``
+        (N, K) and ``k_posterior_``).
+    path : Path
+        CSV or Parquet file.
+    name : str
+        The table's name in the summary.
+    label_column : str, optional
+        Ground-truth column: scored, not clustered.
+    max_columns : int
+        Feature-column limit.
+
+    Returns
+    -------
+    (dict, DataFrame or None)
+        The summary row and, on success, the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``.
+    """
+    start = time.perf_counter()
+    rows = columns = None
+    try:
+        frame = read_table(path)
+        rows, columns = frame.shape
+        features, truth = prepare_features(frame, label_column=label_column, max_columns=max_columns)
+        est = estimator_factory()
+        est.fit(features)
+    except (TableError, ValueError) as exc:
+        return _failed_row(name, path, str(exc), time.perf_counter() - start, rows, columns), None
+    except MemoryError:
+        return _failed_row(name, path, "out of memory while clustering: use fewer rows or columns",
+                           time.perf_counter() - start, rows, columns), None
+    labels = np.asarray(est.labels_)
+    probs = np.asarray(est.probabilities_)
+    out = frame.copy()
+    out["cluster"] = labels
+    for k in range(probs.shape[1]):
+        out[f"prob_{k}"] = probs[:, k].astype(np.float32)
+    posterior = getattr(est, "k_posterior_", None) or {}
+    row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
+           "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
+           "seconds": round(time.perf_counter() - start, 4), "ari": None, "nmi": None, "error": "",
+           "path": str(path)}
+    if truth is not None:
+        row.update(_score(truth, labels))
+    return row, out
+
+
+def _score(truth: pd.Series, labels: np.ndarray) -> dict:
+    """ARI/NMI on the rows whose ground truth is known."""
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    known = truth.notna().to_numpy()
+    if known.sum() < 2:
+        return {"ari": None, "nmi": None}
+    t = truth[known].astype(str).to_numpy()
+    return {"ari": round(float(adjusted_rand_score(t, labels[known])), 6),
+            "nmi": round(float(normalized_mutual_info_score(t, labels[known])), 6)}
+
+
+def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int):
+    """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
+
+    A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
+    bad setting fails once at start-up instead of on every table.
+    """
+    from model import TabClustPFN
+
+    est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed)
+    est.fit(np.random.default_rng(0).normal(size=(32, 2)))
+    return est
+
+
+class TableClusterer:
+    """Ray actor body: loads the model once in ``__init__``, then clusters one table per :meth:`run` call."""
+
+    def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
+                 max_columns: int) -> None:
+        est = load_estimator(checkpoint, n_clusters, seed)
+        self._factory = lambda: est  # refitting reuses the cached network; fit is deterministic per seed
+        self._label_column = label_column
+        self._max_columns = max_columns
+
+    def ready(self) -> bool:
+        """Return once the model is loaded (raises here if loading failed)."""
+        return True
+
+    def run(self, path: str, name: str) -> tuple[dict, pd.DataFrame | None]:
+        """Cluster one table with :func:`cluster_table`."""
+        return cluster_table(self._factory, Path(path), name, label_column=self._label_column,
+                             max_columns=self._max_columns)
+
+
+def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result) -> None:
+    """Feed the tables to a pool of actors, one table in flight per actor, replacing any actor that dies."""
+    import ray
+
+    actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
+    args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns)
+    actors = [actor_cls.remote(*args) for _ in range(num_workers)]
+    ray.get([a.ready.remote() for a in actors])  # a checkpoint that fails to load stops the job here
+    idle, queue, pending = list(actors), deque(jobs), {}
+    while queue or pending:
+        while queue and idle:
+            actor, (path, name) = idle.pop(), queue.popleft()
+            pending[actor.run.remote(str(path), name)] = (actor, path, name)
+        [ref], _ = ray.wait(list(pending), num_returns=1)
+        actor, path, name = pending.pop(ref)
+        try:
+            row, out = ray.get(ref)
+            idle.append(actor)
+        except ray.exceptions.RayActorError as exc:
+            logger.warning("worker died on %s: %s", path, exc)
+            row, out = _failed_row(name, path, "the worker process died while clustering this table (out of "
+                                   "memory?); try it alone or with fewer rows/columns", 0.0), None
+            idle.append(actor_cls.remote(*args))
+        except ray.exceptions.RayTaskError as exc:
+            row, out = _failed_row(name, path, f"unexpected error: {exc.cause!r}", 0.0), None
+            idle.append(actor)
+        on_result(row, out)
+
+
+def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
+    """Cluster every table of ``cfg.inputs`` on Ray actors, write the outputs and log one MLflow run.
+
+    Returns
+    -------
+    DataFrame
+        The summary (also written to ``output_dir/summary.csv``), one row per table in input order.
+    """
+    from tqdm.auto import tqdm
+
+    from pipeline.ray_env import init_ray
+
+    label_column = cfg.label_column
+    inputs = cfg.inputs
+    if not inputs:
+        inputs, label_column = (str(DEMO_DIR),), cfg.label_column or DEMO_LABEL_COLUMN
+    cfg = dataclasses.replace(cfg, inputs=tuple(inputs), label_column=label_column)
+    paths = discover_tables(cfg.inputs)
+    names = table_names(paths)
+    _check_checkpoint(cfg.checkpoint)
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    init_ray()
+    import ray
+
+    cpus = int(ray.available_resources().get("CPU", 1))
+    num_workers = min(len(paths), cfg.num_workers or max(1, cpus))
+    logger.info("clustering %d tables on %d Ray workers", len(paths), num_workers)
+    rows: dict[str, dict] = {}
+    start = time.perf_counter()
+    with tqdm(total=len(paths), desc="tables", unit="table", disable=not cfg.progress) as bar:
+
+        def on_result(row: dict, out: pd.DataFrame | None) -> None:
+            _write_output(out_dir, row, out)
+            rows[row["table"]] = row
+            bar.update(1)
+
+        _run_on_actors(cfg, list(zip(paths, names)), num_workers, on_result)
+    elapsed = time.perf_counter() - start
+    summary = pd.DataFrame([rows[n] for n in names], columns=SUMMARY_COLUMNS)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    _log_mlflow(cfg, summary, out_dir / "summary.csv", elapsed, num_workers)
+    return summary
+
+
+def _check_checkpoint(checkpoint: str | None) -> None:
+    """Fail before starting Ray when the checkpoint file (given or shipped) is missing."""
+    from model.estimator import default_checkpoint_path
+
+    path = Path(checkpoint) if checkpoint is not None else default_checkpoint_path()
+    if not path.is_file():
+        where = "checkpoint" if checkpoint is not None else "shipped checkpoint"
+        raise FileNotFoundError(f"{where} not found: {path}; pass --checkpoint PATH (a file written by "
+                                "model.checkpoint.save_checkpoint, e.g. by jobs/pretrain.py)")
+
+
+def _write_output(out_dir: Path, row: dict, out: pd.DataFrame | None) -> None:
+    """Write ``<table>.parquet`` for a clustered table; remove a stale one left for a table that failed."""
+    target = out_dir / f"{row['table']}.parquet"
+    if out is None:
+        target.unlink(missing_ok=True)
+        return
+    try:
+        out.to_parquet(target, index=False)
+    except Exception as exc:  # e.g. an input column Parquet cannot store
+        target.unlink(missing_ok=True)
+        row.update(status="failed", error=f"clustered, but writing {target.name} failed ({exc})")
+
+
+def _metric_key(name: str) -> str:
+    """A table name made safe for an MLflow metric key."""
+    return "".join(ch if ch.isalnum() or ch in "_-. /" else "_" for ch in name)
+
+
+def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path, elapsed: float,
+                num_workers: int) -> None:
+    """One MLflow run: the settings, per-table metrics, totals and ``summary.csv`` as an artifact."""
+    import mlflow
+
+    from pipeline.tracking import setup_tracking
+
+    setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
+    ok = summary[summary["status"] == "ok"]
+    with mlflow.start_run(run_name="batch-cluster"):
+        mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
+                           "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
+                           "seed": cfg.seed, "num_workers": num_workers, "max_columns": cfg.max_columns})
+        metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
+                   "wall_seconds": elapsed, "tables_per_minute": 60.0 * len(summary) / max(elapsed, 1e-9)}
+        for row in ok.itertuples():
+            key = _metric_key(row.table)
+            metrics[f"{key}.n_clusters"] = float(row.n_clusters)
+            metrics[f"{key}.seconds"] = float(row.seconds)
+            for name in ("ari", "nmi"):
+                value = getattr(row, name)
+                if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                    metrics[f"{key}.{name}"] = float(value)
+        mlflow.log_metrics(metrics)
+        mlflow.log_artifact(str(summary_path))
