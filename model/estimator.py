@@ -1,0 +1,305 @@
+"""The scikit-learn clusterer users call: ``TabClustPFN(n_clusters=None).fit(X)``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from model.checkpoint import load_checkpoint, weights_sha256
+from model.network import TabClustNet
+from model.preprocessing import TablePreprocessor, as_frame
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import _check_feature_names
+except ImportError:  # pragma: no cover - scikit-learn 1.5 has it as a method
+    def _check_feature_names(estimator, X, *, reset):
+        return estimator._check_feature_names(X, reset=reset)
+
+logger = logging.getLogger(__name__)
+
+#: File name of the checkpoint shipped with the package, in ``model/weights/``.
+DEFAULT_CHECKPOINT = "tabclustpfn-small.pt"
+
+
+def default_checkpoint_path() -> Path:
+    """Where the shipped checkpoint lives (``model/weights/tabclustpfn-small.pt``), whether or not it exists."""
+    return Path(__file__).resolve().parent / "weights" / DEFAULT_CHECKPOINT
+
+
+class TabClustPFN(ClusterMixin, BaseEstimator):
+    """Cluster a table in one forward pass of a pretrained TabClustPFN network (no per-dataset fitting).
+
+    The network proposes a soft partition for every K = 2..K_max and a posterior over K (its CIN head). With
+    ``n_clusters=None`` the most probable K is used; otherwise the given K.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=None
+        Number of clusters, in 2..K_max of the checkpoint (10 for the shipped one) and smaller than the number
+        of rows. None lets the model choose (the argmax of ``k_posterior_`` over K < n_samples).
+    checkpoint : str or PathLike or None, default=None
+        A file written by :func:`model.checkpoint.save_checkpoint`. None loads the checkpoint shipped in
+        ``model/weights/tabclustpfn-small.pt``.
+    device : str, default="auto"
+        Torch device for inference; "auto" picks "cuda" when available, else "cpu".
+    random_state : int, RandomState instance or None, default=None
+        Seeds the choice of context rows when the table has more than ``n_context`` rows; nothing else is random.
+    n_context : int, default=1000
+        Largest number of rows used as the model's context (pretraining saw N <= 1000).
+    batch_rows : int, default=4096
+        Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
+
+    Attributes
+    ----------
+    labels_ : ndarray of int64, shape (n_samples,)
+        Cluster of each row: the argmax of ``probabilities_``.
+    n_clusters_ : int
+        The K used (given, or chosen from ``k_posterior_``).
+    probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
+        Soft assignment of each row; column j is cluster j of ``labels_``.
+    k_posterior_ : dict[int, float]
+        Posterior probability of each K = 2..K_max (sums to 1); computed even when ``n_clusters`` is given.
+    context_indices_ : ndarray of int64
+        Rows of ``X`` used as the context (all rows when n_samples <= n_context).
+    preprocessor_ : TablePreprocessor
+        The fitted preprocessing (see :mod:`model.preprocessing`), reused by ``predict``.
+    n_features_in_ : int
+        Number of columns seen in ``fit``.
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Column names seen in ``fit``; only defined when ``X`` is a DataFrame with string column names.
+
+    Notes
+    -----
+    **Preprocessing.** Categorical (``category``/``object``/``bool``) columns become integer codes, missing values
+    are imputed, constant columns dropped, numeric columns z-normalised, and more than 64 columns reduced with
+    PCA (with a warning); see :mod:`model.preprocessing` for the exact rules and refusals.
+
+    **Large tables (N > n_context).** ``n_context`` rows drawn without replacement (seeded by
+    ``random_state``) form the context: only they shape the column statistics, the prototypes and the
+    posterior over K. One pass over the context gives K and the context rows' assignments; the other rows are
+    then assigned in chunks of ``batch_rows``, each chunk processed together with the context but marked as
+    non-context, so rows never influence one another. The cost is linear in N and the peak memory is set by
+    ``n_context + batch_rows`` rows, whatever N is.
+
+    **Labels.** Clusters are numbered in order of first appearance in ``X`` (row 0 is in cluster 0). A cluster
+    that receives no row (possible, rarely) keeps its column in ``probabilities_``, after the non-empty ones, so
+    ``labels_`` always uses 0..m-1 for its m distinct values and ``n_clusters_`` may exceed m.
+
+    **predict** assigns new rows with the fitted preprocessing, context and K, as non-context rows. For
+    n_samples <= n_context, ``predict(X)`` on the fitted rows reproduces ``labels_``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> X, _ = make_blobs(n_samples=300, centers=3, random_state=0)
+    >>> model = TabClustPFN(random_state=0).fit(X)  # doctest: +SKIP
+    >>> model.n_clusters_, model.labels_[:5]  # doctest: +SKIP
+    (3, array([0, 1, 1, 2, 0]))
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
+        "checkpoint": [str, os.PathLike, None],
+        "device": [str],
+        "random_state": ["random_state"],
+        "n_context": [Interval(Integral, 2, None, closed="left")],
+        "batch_rows": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
+                 batch_rows=4096):
+        self.n_clusters = n_clusters
+        self.checkpoint = checkpoint
+        self.device = device
+        self.random_state = random_state
+        self.n_context = n_context
+        self.batch_rows = batch_rows
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # missing values are imputed
+        tags.input_tags.categorical = True
+        return tags
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_networks", None)  # reloaded from the checkpoint file on demand
+        return state
+
+    # ------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Cluster ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or DataFrame
+            At least 2 rows. DataFrame columns of dtype category, object or bool are categorical.
+        y : Ignored
+            Not used, present for API consistency.
+
+        Returns
+        -------
+        self : TabClustPFN
+            The fitted estimator.
+        """
+        frame = as_frame(X)
+        n = frame.shape[0]
+        if n < 2:
+            raise ValueError(f"TabClustPFN needs at least 2 rows to cluster, got n_samples={n}.")
+        _check_feature_names(self, X, reset=True)
+        self.n_features_in_ = frame.shape[1]
+        device = self._resolve_device()
+        path = self._checkpoint_path()
+        net, sha = self._network(path, device)
+        k_max = net.cfg.k_max
+        if self.n_clusters is not None:
+            if not 2 <= self.n_clusters <= k_max:
+                raise ValueError(f"n_clusters={self.n_clusters} is outside 2..{k_max} (K_max of the checkpoint); "
+                                 "pass n_clusters=None to let the model choose K.")
+            if self.n_clusters >= n:
+                raise ValueError(f"n_clusters={self.n_clusters} must be smaller than the number of rows "
+                                 f"(n_samples={n}).")
+        pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories)
+        Z, cat_mask = pre.fit_transform(frame)
+
+        if n <= self.n_context:
+            ctx = np.arange(n)
+        else:
+            rng = check_random_state(self.random_state)
+            ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
+            logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
+                        "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
+        probs_all, posterior = self._infer_context(net, Z[ctx], cat_mask, device)
+        if self.n_clusters is None:
+            k_hi = min(k_max, max(2, n - 1))
+            k = 2 + int(np.argmax(posterior[: k_hi - 1]))
+        else:
+            k = int(self.n_clusters)
+        P = np.empty((n, k), np.float64)
+        P[ctx] = probs_all[k - 2, :, :k]
+        if n > len(ctx):
+            rest = np.setdiff1d(np.arange(n), ctx, assume_unique=True)
+            P[rest] = self._assign(net, Z[ctx], Z[rest], cat_mask, k, device)
+
+        raw = P.argmax(axis=1)
+        first_seen = np.unique(raw, return_index=True)
+        order = list(first_seen[0][np.argsort(first_seen[1])])
+        perm = np.array(order + [c for c in range(k) if c not in order])  # new column j = old column perm[j]
+        self._relabel = np.argsort(perm)  # old cluster -> new label
+        self.labels_ = self._relabel[raw].astype(np.int64)
+        self.probabilities_ = P[:, perm]
+        self.n_clusters_ = k
+        self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
+        self.context_indices_ = ctx
+        self.preprocessor_ = pre
+        self._context_X, self._cat_mask = Z[ctx], cat_mask
+        self._fitted_checkpoint, self._fitted_sha = path, sha
+        return self
+
+    # -------------------------------------------------------- predict
+    def predict(self, X):
+        """Assign new rows to the fitted clusters (the fitted context and K; new rows do not affect each other).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_) or DataFrame
+            Same columns as in ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of int64, shape (n_samples,)
+        """
+        check_is_fitted(self)
+        _check_feature_names(self, X, reset=False)
+        frame = as_frame(X)
+        if frame.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        Z, _ = self.preprocessor_.transform(frame)
+        device = self._resolve_device()
+        net, sha = self._network(self._fitted_checkpoint, device)
+        if sha != self._fitted_sha:
+            raise ValueError(f"the checkpoint {self._fitted_checkpoint} changed since fit (weights sha256 "
+                             f"{sha[:12]} != {self._fitted_sha[:12]}); fit again.")
+        P = self._assign(net, self._context_X, Z, self._cat_mask, self.n_clusters_, device)
+        return self._relabel[P.argmax(axis=1)].astype(np.int64)
+
+    # -------------------------------------------------------- helpers
+    def _resolve_device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, ValueError) as exc:
+            raise ValueError(f"device={self.device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'.") from exc
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} but CUDA is not available; use device='cpu' or 'auto'.")
+        return device
+
+    def _checkpoint_path(self) -> Path:
+        if self.checkpoint is not None:
+            return Path(self.checkpoint)
+        path = default_checkpoint_path()
+        if not path.is_file():
+            raise FileNotFoundError(f"no shipped checkpoint at {path}; pass checkpoint='path/to/model.pt' "
+                                    "(a file written by model.checkpoint.save_checkpoint, e.g. by pretraining).")
+        return path
+
+    def _network(self, path: Path, device: torch.device) -> tuple[TabClustNet, str]:
+        """The network of ``path`` on ``device``, cached in this instance per (path, mtime, device)."""
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            mtime = None  # load_checkpoint raises the clear error
+        key = (str(path.resolve()), mtime, str(device))
+        cache = self.__dict__.setdefault("_networks", {})
+        if key not in cache:
+            cache.clear()  # keep at most one network alive
+            net, _ = load_checkpoint(path, map_location=device)
+            cache[key] = (net, weights_sha256(net.state_dict()))
+        return cache[key]
+
+    @staticmethod
+    def _batch(X_ctx: np.ndarray, X_rows: np.ndarray | None, cat_mask: np.ndarray, device: torch.device):
+        """Context rows (+ non-context rows) -> the model's batch tensors with B = 1."""
+        X = X_ctx if X_rows is None else np.concatenate([X_ctx, X_rows])
+        n, d = X.shape
+        ctx_mask = torch.zeros(1, n, dtype=torch.bool, device=device)
+        ctx_mask[:, : len(X_ctx)] = True
+        return (torch.as_tensor(X, dtype=torch.float32, device=device)[None],
+                torch.ones(1, n, dtype=torch.bool, device=device),
+                torch.ones(1, d, dtype=torch.bool, device=device),
+                torch.as_tensor(cat_mask, device=device)[None], ctx_mask)
+
+    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray]:
+        """All K on the context -> probs (K_max-1, n_ctx, K_max) and the posterior over K = 2..K_max."""
+        X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
+        with torch.inference_mode():
+            out = net.infer(X, row_mask, col_mask, cat)
+            posterior = torch.softmax(out.k_logits[0].double(), dim=-1)
+        return out.probs[0].double().cpu().numpy(), posterior.cpu().numpy()
+
+    def _assign(self, net, X_ctx, X_rows, cat_mask, k: int, device) -> np.ndarray:
+        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass."""
+        out = np.empty((len(X_rows), k), np.float64)
+        n_ctx = len(X_ctx)
+        n_clusters = torch.tensor([k], device=device)
+        with torch.inference_mode():
+            for start in range(0, len(X_rows), self.batch_rows):
+                chunk = X_rows[start : start + self.batch_rows]
+                X, row_mask, col_mask, cat, ctx_mask = self._batch(X_ctx, chunk, cat_mask, device)
+                R = net.encode(X, row_mask, col_mask, cat, ctx_mask)
+                logits = net.partition_logits(R, row_mask, n_clusters, ctx_mask)[0, n_ctx:, :k]
+                out[start : start + len(chunk)] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+        return out

@@ -1,0 +1,255 @@
+"""model/estimator.py: the TabClustPFN scikit-learn clusterer on a tiny random checkpoint."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import model.estimator as estimator_module
+from model.checkpoint import save_checkpoint
+from model.estimator import TabClustPFN
+from model.network import TabClustNet
+from tests.model.conftest import make_tiny_net
+
+K_MAX = 10  # of the tiny preset
+
+
+def _blobs(n_per: int = 40, d: int = 4, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=4.0, size=(3, d))
+    return np.concatenate([rng.normal(c, 0.5, size=(n_per, d)) for c in centers])
+
+
+def test_fit_sets_the_fitted_attributes(tiny_checkpoint):
+    X = _blobs()
+    est = TabClustPFN(checkpoint=tiny_checkpoint)
+    assert est.fit(X) is est
+    n = len(X)
+    assert est.labels_.shape == (n,) and est.labels_.dtype == np.int64
+    assert est.probabilities_.shape == (n, est.n_clusters_)
+    np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(est.labels_, est.probabilities_.argmax(1))
+    assert est.n_features_in_ == 4 and not hasattr(est, "feature_names_in_")
+    np.testing.assert_array_equal(est.context_indices_, np.arange(n))
+
+
+def test_k_posterior_covers_2_to_kmax_and_sums_to_one(tiny_checkpoint):
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs())
+    assert sorted(est.k_posterior_) == list(range(2, K_MAX + 1))
+    assert sum(est.k_posterior_.values()) == pytest.approx(1.0, abs=1e-9)
+    assert est.n_clusters_ == max(est.k_posterior_, key=est.k_posterior_.get)  # N=120: every K allowed
+
+
+def test_given_n_clusters_is_used_and_the_posterior_is_still_computed(tiny_checkpoint):
+    X = _blobs()
+    auto = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    fixed = TabClustPFN(n_clusters=4, checkpoint=tiny_checkpoint).fit(X)
+    assert fixed.n_clusters_ == 4 and fixed.probabilities_.shape == (len(X), 4)
+    assert fixed.k_posterior_ == pytest.approx(auto.k_posterior_)
+    assert fixed.labels_.max() <= 3
+
+
+def test_labels_are_numbered_in_order_of_first_appearance(tiny_checkpoint):
+    est = TabClustPFN(n_clusters=5, checkpoint=tiny_checkpoint).fit(_blobs(seed=3))
+    _, first = np.unique(est.labels_, return_index=True)
+    assert est.labels_[0] == 0
+    assert np.all(np.diff(first) > 0)  # label j appears before label j+1
+    assert set(est.labels_) == set(range(len(first)))  # contiguous 0..m-1
+
+
+def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint):
+    X = _blobs()[::30]  # 4 rows
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    assert 2 <= est.n_clusters_ <= 3
+
+
+@pytest.mark.parametrize(
+    ("X", "params", "match"),
+    [
+        (np.zeros((0, 3)), {}, "empty table"),
+        (np.ones((1, 3)), {}, "at least 2 rows"),
+        (np.zeros((5, 3, 2)), {}, "3-D array"),
+        (np.array([[0.0, 1.0], [np.inf, 2.0], [1.0, 0.0]]), {}, "contains inf"),
+        (np.array([[1.0, np.nan], [2.0, np.nan], [2.0, np.nan]]), {}, None),  # fine: NaN column dropped
+        (np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 1.0]]), {}, "no usable column"),
+        (pd.DataFrame({"age": np.array([3.0, "n/a", 5.0], dtype=object)}), {}, "'age'.*non-numeric"),
+        (_blobs(), {"n_clusters": 1}, r"n_clusters=1 is outside 2\.\.10"),
+        (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
+        (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
+    ],
+)
+def test_bad_input_raises_a_value_error_naming_the_problem(tiny_checkpoint, X, params, match):
+    est = TabClustPFN(checkpoint=tiny_checkpoint, **params)
+    if match is None:
+        assert est.fit(X).labels_.shape == (len(X),)
+        return
+    with pytest.raises(ValueError, match=match):
+        est.fit(X)
+
+
+def test_non_integer_n_clusters_is_refused(tiny_checkpoint):
+    with pytest.raises(ValueError, match="n_clusters"):
+        TabClustPFN(n_clusters=2.5, checkpoint=tiny_checkpoint).fit(_blobs())
+
+
+def test_dataframe_with_categorical_object_and_bool_columns(tiny_checkpoint):
+    rng = np.random.default_rng(0)
+    n = 60
+    df = pd.DataFrame({
+        "income": rng.normal(50, 10, n),
+        "city": rng.choice(["paris", "lyon", "nice"], n).astype(object),
+        "segment": pd.Categorical(rng.choice(["a", "b"], n)),
+        "member": rng.random(n) > 0.5,
+        "visits": rng.integers(0, 20, n).astype(float),
+    })
+    df.loc[3, "income"] = np.nan
+    df.loc[5, "city"] = None
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(df)
+    assert est.labels_.shape == (n,)
+    assert list(est.feature_names_in_) == list(df.columns)
+    assert est.preprocessor_.cat_mask_.tolist() == [False, True, True, True, False]
+    np.testing.assert_array_equal(est.predict(df), est.labels_)
+    with pytest.raises(ValueError, match="feature names"):
+        est.predict(df[list(reversed(df.columns))])
+
+
+def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint):
+    X = _blobs(n_per=50)
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    assert len(X) <= est.n_context
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+
+
+def test_predict_rows_do_not_depend_on_each_other(tiny_checkpoint):
+    X = _blobs()
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, batch_rows=7).fit(X)
+    rng = np.random.default_rng(1)
+    X_new = rng.normal(scale=3.0, size=(25, 4))
+    full = est.predict(X_new)
+    np.testing.assert_array_equal(est.predict(X_new[:9]), full[:9])  # subset invariance
+    order = rng.permutation(25)
+    np.testing.assert_array_equal(est.predict(X_new[order]), full[order])  # row-order equivariance
+    assert est.predict(X_new[:1]).shape == (1,)
+
+
+def test_predict_refuses_wrong_width_1d_input_and_unfitted_use(tiny_checkpoint):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        TabClustPFN(checkpoint=tiny_checkpoint).predict(_blobs())
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs())
+    with pytest.raises(ValueError, match="X has 3 features, but TabClustPFN is expecting 4"):
+        est.predict(_blobs(d=3))
+    with pytest.raises(ValueError, match="Reshape your data"):
+        est.predict(np.zeros(4))
+
+
+def test_fit_does_not_change_the_parameters(tiny_checkpoint):
+    est = TabClustPFN(checkpoint=tiny_checkpoint, random_state=3, n_context=50, batch_rows=30)
+    before = est.get_params()
+    est.fit(_blobs())
+    assert est.get_params() == before
+    public = {k for k in vars(est) if not k.startswith("_")}
+    assert {k for k in public if not k.endswith("_")} == set(before)  # fit only adds trailing-_ attributes
+
+
+def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 6)) + np.repeat(rng.normal(scale=5.0, size=(2, 6)), 2500, axis=0)
+    rows_per_pass = []
+    encode = TabClustNet.encode
+
+    def spy(self, X, *args, **kwargs):
+        rows_per_pass.append(X.shape[1])
+        return encode(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(TabClustNet, "encode", spy)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
+    assert est.labels_.shape == (5000,) and est.labels_.min() == 0
+    assert est.probabilities_.shape == (5000, est.n_clusters_) and np.isfinite(est.probabilities_).all()
+    np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-6)
+    assert len(est.context_indices_) == 500 and len(np.unique(est.context_indices_)) == 500
+    assert max(rows_per_pass) <= 500 + 1500  # memory is bounded by n_context + batch_rows rows
+    assert rows_per_pass == [500, 2000, 2000, 2000]  # the context pass, then 3 chunks of 1500 + the context
+    again = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
+    np.testing.assert_array_equal(again.labels_, est.labels_)  # deterministic given random_state
+    other = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=1).fit(X)
+    assert not np.array_equal(other.context_indices_, est.context_indices_)
+
+
+def test_large_n_labels_agree_with_predict_for_context_and_other_rows(tiny_checkpoint):
+    X = _blobs(n_per=100)  # 300 rows, 120 of them context
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, n_context=120, batch_rows=50,
+                      random_state=0).fit(X)
+    # Context rows were assigned in the context pass, the others in chunks; predict treats all as new rows.
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+
+
+def test_wide_table_is_reduced_with_a_warning(tiny_checkpoint):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 70))
+    with pytest.warns(UserWarning, match="principal components"):
+        est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    assert est.labels_.shape == (80,)
+
+
+def test_default_checkpoint_missing_gives_a_clear_file_not_found(monkeypatch, tmp_path):
+    monkeypatch.setattr(estimator_module, "default_checkpoint_path", lambda: tmp_path / "absent.pt")
+    with pytest.raises(FileNotFoundError, match="checkpoint="):
+        TabClustPFN().fit(_blobs())
+
+
+def test_networks_are_cached_per_path_mtime_and_reloaded_when_the_file_changes(tmp_path, monkeypatch):
+    path = save_checkpoint(tmp_path / "m.pt", make_tiny_net(0))
+    loads = []
+    real = estimator_module.load_checkpoint
+    monkeypatch.setattr(estimator_module, "load_checkpoint", lambda *a, **k: loads.append(a) or real(*a, **k))
+    est = TabClustPFN(checkpoint=path)
+    est.fit(_blobs())
+    est.fit(_blobs(seed=1))
+    est.predict(_blobs())
+    assert len(loads) == 1
+    save_checkpoint(path, make_tiny_net(1))
+    os.utime(path, ns=(1, 1))  # a distinct mtime even on coarse-grained filesystems
+    with pytest.raises(ValueError, match="changed since fit"):
+        est.predict(_blobs())
+    assert len(loads) == 2
+    assert est.fit(_blobs()).predict(_blobs()).shape == (120,)  # a new fit uses the new weights
+
+
+def test_pickle_round_trip_drops_the_network_and_predicts_the_same(tiny_checkpoint):
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(_blobs())
+    blob = pickle.dumps(est)
+    assert b"TabClustNet" not in blob
+    np.testing.assert_array_equal(pickle.loads(blob).predict(_blobs(seed=2)), est.predict(_blobs(seed=2)))
+
+
+def test_device_choice(tiny_checkpoint):
+    est = TabClustPFN(checkpoint=tiny_checkpoint, device="cpu").fit(_blobs())
+    assert est.labels_.shape == (120,)
+    with pytest.raises(ValueError, match="not a torch device"):
+        TabClustPFN(checkpoint=tiny_checkpoint, device="abacus").fit(_blobs())
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            TabClustPFN(checkpoint=tiny_checkpoint, device="cuda").fit(_blobs())
+
+
+def test_estimator_never_imports_ray_or_mlflow(tiny_checkpoint):
+    code = (
+        "import sys, numpy as np\n"
+        "from model import TabClustPFN\n"
+        f"TabClustPFN(checkpoint={tiny_checkpoint!r}).fit(np.random.default_rng(0).normal(size=(30, 3)))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('ray', 'mlflow'))\n"
+        "assert not bad, bad\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
