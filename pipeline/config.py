@@ -1,0 +1,231 @@
+"""Configuration of a pretraining run: small frozen dataclasses, composed, with one dict/override loader.
+
+``TrainConfig`` holds a ``ModelConfig``, an ``ObjectiveConfig``, an ``OptimConfig`` and a ``StreamConfig`` (which
+holds the ``PriorConfig``). ``config_to_dict`` / ``config_from_dict`` turn any of them into plain JSON-able
+dicts and back (rejecting unknown keys), ``flatten`` gives the dotted ``a.b=value`` view logged to MLflow, and
+``apply_overrides`` applies ``a.b=value`` strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from model import ModelConfig
+from model.objective import ObjectiveConfig
+from priors import PriorConfig
+
+PriorKind = Literal["mix", "gmm", "zeus"]
+
+#: Training task seeds are ``seed * 2**40 + step * 2**13 + index`` (see ``prior_stream.task_seed``).
+MAX_RUN_SEED = 2**22
+MAX_TASKS_PER_STEP = 2**13
+MAX_STEPS = 2**27
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """AdamW with a linear warm-up then a cosine decay to ``min_lr_ratio * lr`` at ``max_steps``."""
+
+    lr: float = 1e-4
+    betas: tuple[float, float] = (0.9, 0.95)
+    weight_decay: float = 0.01
+    eps: float = 1e-6
+    warmup_steps: int = 2000
+    min_lr_ratio: float = 0.0
+    grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"OptimConfig.lr must be > 0, got {self.lr}")
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"OptimConfig.betas must be two numbers in [0, 1), got {self.betas}")
+        if self.warmup_steps < 0 or self.weight_decay < 0 or self.eps <= 0 or self.grad_clip <= 0:
+            raise ValueError("OptimConfig: warmup_steps and weight_decay must be >= 0, eps and grad_clip > 0")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"OptimConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """The prior stream: which prior, how tasks are grouped by size, and the actor pool that generates them.
+
+    Each optimisation step draws one N-bucket and one D-bucket (``size_buckets`` equal-width slices of the
+    prior's N and D ranges, picked with probability proportional to their width) and every task of the step
+    samples N and D inside them, so micro-batches need little padding, workers get equal work, and the marginal
+    over N and D stays the prior's. ``curriculum_steps > 0`` ramps the largest N linearly from
+    ``curriculum_n_start`` to the prior's ``n_max`` over that many steps.
+    """
+
+    kind: PriorKind = "mix"
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    size_buckets: int = 4
+    curriculum_steps: int = 0
+    curriculum_n_start: int | None = None
+    num_actors: int = 2
+    actor_cpus: float = 1.0
+    prefetch_batches: int = 2
+    buffer_mb: int = 512
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("mix", "gmm", "zeus"):
+            raise ValueError(f"unknown prior kind {self.kind!r}: use 'mix', 'gmm' or 'zeus'")
+        if self.size_buckets < 1 or self.num_actors < 1 or self.prefetch_batches < 0 or self.buffer_mb < 1:
+            raise ValueError("StreamConfig: size_buckets, num_actors and buffer_mb must be >= 1, "
+                             "prefetch_batches >= 0")
+        if not self.actor_cpus > 0:
+            raise ValueError(f"StreamConfig.actor_cpus must be > 0, got {self.actor_cpus}")
+        if self.curriculum_steps < 0:
+            raise ValueError("StreamConfig.curriculum_steps must be >= 0")
+        if self.curriculum_steps and self.curriculum_n_start is None:
+            raise ValueError("StreamConfig.curriculum_steps needs curriculum_n_start (the largest N at step 0)")
+        if self.curriculum_n_start is not None and not (
+            self.prior.n_min <= self.curriculum_n_start <= self.prior.n_max
+        ):
+            raise ValueError(f"StreamConfig.curriculum_n_start={self.curriculum_n_start} must lie in the prior's "
+                             f"N range [{self.prior.n_min}, {self.prior.n_max}]")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides what a pretraining run computes (not where it writes).
+
+    The global batch (tasks per optimisation step) is ``micro_batch * accum_steps * num_workers``: each worker
+    accumulates ``accum_steps`` micro-batches. ``fault_step`` is a test hook: when set, the last worker raises
+    once (guarded by a marker file in the run directory) just before that step, to exercise recovery.
+    """
+
+    model: ModelConfig = field(default_factory=lambda: ModelConfig.preset("small"))
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    stream: StreamConfig = field(default_factory=StreamConfig)
+    max_steps: int = 10_000
+    global_batch: int = 512
+    micro_batch: int = 8
+    num_workers: int = 1
+    use_gpu: bool = False
+    seed: int = 0
+    checkpoint_every: int = 100
+    val_every: int = 100
+    val_tasks: int = 64
+    log_every: int = 1
+    progress_every: int = 10
+    max_failures: int = 2
+    init_checkpoint: str | None = None
+    fault_step: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "global_batch", "micro_batch", "num_workers", "checkpoint_every", "val_every",
+                     "log_every", "progress_every"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.global_batch % (self.micro_batch * self.num_workers):
+            raise ValueError(
+                f"global_batch={self.global_batch} is not a multiple of micro_batch * num_workers = "
+                f"{self.micro_batch} * {self.num_workers}; choose a batch size divisible by it")
+        if self.global_batch > MAX_TASKS_PER_STEP:
+            raise ValueError(f"global_batch must be <= {MAX_TASKS_PER_STEP} (task seed layout), "
+                             f"got {self.global_batch}")
+        if not 0 <= self.seed < MAX_RUN_SEED:
+            raise ValueError(f"seed must be in [0, {MAX_RUN_SEED}), got {self.seed}")
+        if self.max_steps >= MAX_STEPS:
+            raise ValueError(f"max_steps must be < {MAX_STEPS}, got {self.max_steps}")
+        if self.val_tasks < 0 or self.max_failures < -1:
+            raise ValueError("val_tasks must be >= 0 and max_failures >= -1")
+        if self.fault_step is not None and not 1 <= self.fault_step <= self.max_steps:
+            raise ValueError(f"fault_step must be in [1, max_steps], got {self.fault_step}")
+
+    @property
+    def accum_steps(self) -> int:
+        """Micro-batches each worker accumulates per optimisation step."""
+        return self.global_batch // (self.micro_batch * self.num_workers)
+
+
+def config_to_dict(cfg: Any) -> dict[str, Any]:
+    """A (nested) config dataclass -> plain dict of JSON-able values (tuples become lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    """Convert a plain JSON value to the annotated type ``tp`` (dataclasses, tuples, optionals, scalars)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is not type(None):
+                try:
+                    return _coerce(arg, value, where)
+                except (TypeError, ValueError):
+                    continue
+        raise ValueError(f"{where}: {value!r} fits none of {tp}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise TypeError(f"{where}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
+        return config_from_dict(tp, value, where)
+    if origin is tuple:
+        return tuple(_coerce(arg, v, f"{where}[{i}]") for i, (arg, v) in enumerate(zip(typing.get_args(tp), value)))
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise ValueError(f"{where}: {value!r} is not one of {typing.get_args(tp)}")
+        return value
+    if tp is bool:
+        if isinstance(value, str):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(f"{where}: {value!r} is not a boolean")
+            return value.lower() in ("true", "1")
+        return bool(value)
+    if tp in (int, float, str):
+        return tp(value)
+    return value
+
+
+def config_from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
+    """Build dataclass ``cls`` from a (nested) plain dict; unknown keys raise ``ValueError`` naming them."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} keys {unknown} at {where or 'top level'}; known: {sorted(names)}")
+    kwargs = {k: _coerce(hints[k], v, f"{where}.{k}" if where else k) for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dict -> ``{"a.b": value}``."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def apply_overrides(cfg: TrainConfig, overrides: list[str] | tuple[str, ...]) -> TrainConfig:
+    """Apply ``"a.b=value"`` strings (values parsed as JSON when possible, else kept as strings)."""
+    data = config_to_dict(cfg)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"override {item!r} must look like key.path=value")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise ValueError(f"override {item!r}: {part!r} is not a config section")
+            node = node[part]
+        if parts[-1] not in node:
+            raise ValueError(f"override {item!r}: unknown key {parts[-1]!r}; known: {sorted(node)}")
+        node[parts[-1]] = value
+    return config_from_dict(TrainConfig, data)

@@ -1,0 +1,242 @@
+"""The pretraining driver: one MLflow run, a ``TorchTrainer`` fed by the prior stream, the final model.
+
+A run lives in ``<storage_path>/<run_name>/``: Ray Train's checkpoints (``checkpoint_step*/``), ``pretrain.json``
+(the MLflow run id and the full TrainConfig) and, by default, the final model checkpoint ``model.pt`` in the
+``model`` package's format. ``pretrain(..., RunOptions(resume=True, run_name=...))`` continues the same run and
+the same MLflow run from the newest checkpoint, in this session or a later one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import mlflow
+from mlflow.tracking import MlflowClient
+
+from model import TabClustNet
+from model.checkpoint import save_checkpoint
+from pipeline.config import TrainConfig, config_from_dict, config_to_dict, flatten
+from pipeline.prior_stream import StreamLayout, build_prior_stream, stream_execution_options
+from pipeline.tracking import setup_tracking
+from pipeline.train_loop import (MlflowSink, latest_checkpoint_step, load_train_state, run_local,
+                                 train_loop_per_worker)
+
+logger = logging.getLogger(__name__)
+
+RUN_FILE = "pretrain.json"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where a run writes and how it is driven (not part of what it computes).
+
+    ``backend="local"`` trains in this process without Ray (same step code, see ``train_loop.run_local``).
+    """
+
+    storage_path: str = "runs"
+    run_name: str | None = None
+    resume: bool = False
+    tracking_uri: str | None = None
+    experiment: str = "tabclustpfn"
+    output: str | None = None
+    registered_model_name: str | None = "tabclustpfn"
+    backend: Literal["ray", "local"] = "ray"
+    progress_interval_s: float = 30.0
+
+
+@dataclass
+class PretrainResult:
+    """Outcome of :func:`pretrain`."""
+
+    run_dir: Path
+    run_id: str
+    checkpoint: Path
+    model_uri: str
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class StreamFactory:
+    """Builds the prior stream from the newest checkpoint of ``run_dir`` on; Ray Train calls it at every
+    (re)start of the worker group, so a recovered or resumed run gets fresh data, not the data it already saw."""
+
+    cfg: TrainConfig
+    run_dir: str
+
+    def __call__(self):
+        start = latest_checkpoint_step(self.run_dir)
+        layout = StreamLayout(self.cfg.micro_batch, self.cfg.accum_steps, self.cfg.num_workers, start,
+                              self.cfg.max_steps)
+        logger.info("prior stream from step %d (%d rows)", start, layout.n_rows)
+        return build_prior_stream(self.cfg.stream, self.cfg.seed, layout, self.cfg.model.max_categories)
+
+
+def absolute_tracking_uri(uri: str) -> str:
+    """Make a relative ``sqlite:///file`` absolute, so Ray workers (other working directories) reach the same file."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
+    return uri
+
+
+def load_run_config(storage_path: str, run_name: str) -> TrainConfig:
+    """The TrainConfig a run was started with (from its ``pretrain.json``)."""
+    path = Path(storage_path).resolve() / run_name / RUN_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no run to resume at {path.parent}: check --storage-path and the run name")
+    return config_from_dict(TrainConfig, json.loads(path.read_text())["config"])
+
+
+def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run_id: str | None):
+    """The ``TorchTrainer`` of a run (DDP workers, prior stream, checkpoints and failure handling)."""
+    from ray.train import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"train_config": cfg, "run_dir": str(run_dir), "tracking_uri": tracking_uri,
+                           "run_id": run_id},
+        scaling_config=ScalingConfig(num_workers=cfg.num_workers, use_gpu=cfg.use_gpu),
+        datasets={"train": StreamFactory(cfg, str(run_dir))},
+        dataset_config=DataConfig(execution_options=stream_execution_options(cfg.stream), enable_shard_locality=False),
+        run_config=RunConfig(
+            name=run_dir.name, storage_path=str(run_dir.parent),
+            failure_config=FailureConfig(max_failures=cfg.max_failures),
+            checkpoint_config=CheckpointConfig(num_to_keep=2),
+        ),
+    )
+
+
+class _Progress(threading.Thread):
+    """Logs a progress line from the MLflow run every ``interval`` seconds while workers train."""
+
+    def __init__(self, client: MlflowClient, run_id: str, max_steps: int, interval: float) -> None:
+        super().__init__(daemon=True)
+        self.client, self.run_id, self.max_steps, self.interval = client, run_id, max_steps, interval
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        t0 = time.time()
+        while not self.stop.wait(self.interval):
+            try:
+                hist = self.client.get_metric_history(self.run_id, "pin_loss")
+                metrics = self.client.get_run(self.run_id).data.metrics
+            except Exception as exc:  # a busy SQLite store: try again next time
+                logger.debug("progress poll failed: %s", exc)
+                continue
+            if hist:
+                logger.info("progress: step %d/%d  pin_loss %.4f  soft_ari %.3f  %.1f tasks/s  data wait %.1f%%  "
+                            "(%.0fs)", max(m.step for m in hist), self.max_steps, metrics.get("pin_loss", float("nan")),
+                            metrics.get("soft_ari", float("nan")), metrics.get("tasks_per_s", float("nan")),
+                            100 * metrics.get("data_wait_fraction", float("nan")), time.time() - t0)
+
+
+def _open_run(cfg: TrainConfig, options: RunOptions, run_dir: Path) -> tuple[TrainConfig, str, str]:
+    """Create or reopen the run directory and its MLflow run -> (config, tracking uri, run id)."""
+    record = run_dir / RUN_FILE
+    if options.resume:
+        saved = json.loads(record.read_text()) if record.is_file() else None
+        if saved is None:
+            raise FileNotFoundError(f"cannot resume: no {RUN_FILE} in {run_dir} (check --storage-path/run name)")
+        uri = absolute_tracking_uri(options.tracking_uri or saved["tracking_uri"])
+        setup_tracking(uri, options.experiment)
+        old = config_from_dict(TrainConfig, saved["config"])
+        if cfg.model != old.model or cfg.seed != old.seed or cfg.stream != old.stream:
+            raise ValueError("resume must keep the model, seed and prior stream of the run; change only the "
+                             "schedule (e.g. max_steps)")
+        mlflow.start_run(run_id=saved["run_id"])
+        mlflow.set_tag("resumed_at", datetime.now().isoformat(timespec="seconds"))
+        run_id = saved["run_id"]
+    else:
+        if record.exists():
+            raise FileExistsError(f"run {run_dir.name!r} already exists in {run_dir.parent}: pass --resume to "
+                                  "continue it or choose another run name")
+        setup_tracking(options.tracking_uri, options.experiment)
+        uri = absolute_tracking_uri(mlflow.get_tracking_uri())
+        mlflow.set_tracking_uri(uri)
+        run = mlflow.start_run(run_name=run_dir.name)
+        run_id = run.info.run_id
+        params = {k: str(v) for k, v in flatten(config_to_dict(cfg)).items()}
+        keys = sorted(params)
+        for i in range(0, len(keys), 100):
+            mlflow.log_params({k: params[k] for k in keys[i:i + 100]})
+        mlflow.set_tags({"global_batch": cfg.global_batch, "accum_steps": cfg.accum_steps, "backend": options.backend,
+                         "run_dir": str(run_dir)})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"run_id": run_id, "tracking_uri": uri, "config": config_to_dict(cfg)}, indent=1))
+    return cfg, uri, run_id
+
+
+def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainResult:
+    """Pretrain TabClustPFN, tracked in one MLflow run; return where the final model is.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        What to train. When resuming, model, seed and stream must equal the saved ones (see
+        :func:`load_run_config`); the schedule may change (e.g. a larger ``max_steps``).
+    options : RunOptions
+        Storage, run name, resume, tracking, output and backend.
+
+    Returns
+    -------
+    PretrainResult
+        Run directory, MLflow run id, the final model checkpoint (loads in ``TabClustPFN(checkpoint=...)``), the
+        registered pyfunc model's URI and the final metrics.
+    """
+    from pipeline.pyfunc import log_pyfunc_model
+
+    name = options.run_name or f"pretrain-{datetime.now():%Y%m%d-%H%M%S}"
+    run_dir = Path(options.storage_path).resolve() / name
+    cfg, uri, run_id = _open_run(cfg, options, run_dir)
+    client = MlflowClient(uri)
+    t0 = time.time()
+    progress = None
+    try:
+        if options.backend == "local":
+            local = run_local(cfg, run_dir=run_dir, log=MlflowSink(uri, run_id),
+                              device="cuda" if cfg.use_gpu else "cpu")
+            net, state_meta = local.net.cpu(), {"world_size": 1}
+            metrics = {k: v for k, v in local.history[-1].items() if k != "step"} if local.history else {}
+        else:
+            progress = _Progress(client, run_id, cfg.max_steps, options.progress_interval_s)
+            progress.start()
+            result = build_trainer(cfg, run_dir, uri, run_id).fit()
+            if result.error is not None:
+                raise result.error
+            with result.checkpoint.as_directory() as directory:
+                state = load_train_state(directory)
+            net = TabClustNet(cfg.model)
+            net.load_state_dict(state["model"])
+            state_meta, metrics = state["metadata"], dict(result.metrics or {})
+        output = Path(options.output).resolve() if options.output else run_dir / "model.pt"
+        meta: dict[str, Any] = {
+            **state_meta, "step": cfg.max_steps, "tasks_seen": cfg.max_steps * cfg.global_batch,
+            "mlflow_run_id": run_id, "session_wall_time_s": time.time() - t0, "train_config": config_to_dict(cfg),
+            "final_metrics": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
+        }
+        save_checkpoint(output, net, meta)
+        info = log_pyfunc_model(output, registered_model_name=options.registered_model_name)
+        mlflow.set_tag("model_checkpoint", str(output))
+        mlflow.end_run()
+    except BaseException:
+        mlflow.end_run(status="FAILED")
+        raise
+    finally:
+        if progress is not None:
+            progress.stop.set()
+    logger.info("run %s finished: model %s, MLflow run %s", name, output, run_id)
+    return PretrainResult(run_dir=run_dir, run_id=run_id, checkpoint=output, model_uri=info.model_uri,
+                          metrics=meta["final_metrics"])
+
+
+def resume_config(storage_path: str, run_name: str, **changes: Any) -> TrainConfig:
+    """The saved config of a run with schedule ``changes`` applied (e.g. ``max_steps=...``)."""
+    return dataclasses.replace(load_run_config(storage_path, run_name), **changes)

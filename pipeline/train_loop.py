@@ -1,0 +1,392 @@
+"""The pretraining loop: one step function shared by the Ray Train workers and the single-process path.
+
+``train_step`` does one optimisation step (gradient accumulation over micro-batches, DDP ``no_sync`` on all but
+the last, bf16 autocast on GPU, clipping, AdamW with the learning rate of :func:`lr_at`). ``run_steps`` drives it
+from an iterator of stream rows and calls back for logging, validation and checkpoints.
+``train_loop_per_worker`` is the Ray Train entry point; :func:`run_local` runs the same loop in this process
+with an in-process prior generator (debugging, CPU training).
+
+Step numbering: ``step`` counts completed optimisation steps. The step being computed has stream index
+``step`` (0-based); metrics and checkpoints are labelled with the count after it, ``step + 1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from model import TabClustNet
+from model.batching import to_torch
+from model.checkpoint import load_checkpoint
+from model.objective import compute_losses
+from pipeline.config import OptimConfig, TrainConfig, config_to_dict
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "train_state.pt"
+CHECKPOINT_PREFIX = "checkpoint_step"
+FAULT_MARKER = "fault_injected"
+STATE_FORMAT = 1
+
+
+class InjectedFault(RuntimeError):
+    """The test-only crash of ``TrainConfig.fault_step``."""
+
+
+def lr_at(step: int, optim: OptimConfig, max_steps: int) -> float:
+    """Learning rate of 0-based step ``step``: linear warm-up to ``optim.lr``, then cosine to the floor."""
+    if step < optim.warmup_steps:
+        return optim.lr * (step + 1) / optim.warmup_steps
+    floor = optim.lr * optim.min_lr_ratio
+    progress = min(1.0, (step - optim.warmup_steps) / max(1, max_steps - optim.warmup_steps))
+    return floor + (optim.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def build_model(cfg: TrainConfig) -> TabClustNet:
+    """A fresh network whose initial weights depend on ``cfg.seed`` only (global RNG state is restored)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        net = TabClustNet(cfg.model)
+    if cfg.init_checkpoint:
+        init, _ = load_checkpoint(cfg.init_checkpoint)
+        if init.cfg != cfg.model:
+            raise ValueError(f"--init-checkpoint {cfg.init_checkpoint} has model config {init.cfg}, but the run "
+                             f"uses {cfg.model}; build the run's model config from the checkpoint")
+        net.load_state_dict(init.state_dict())
+    return net
+
+
+def build_optimizer(net: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices and embeddings only (biases, norms and 1-d parameters are not decayed)."""
+    decay = [p for p in net.parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for p in net.parameters() if p.requires_grad and p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), eps=optim.eps)
+
+
+def autocast_for(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA, nothing on CPU."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches: Sequence[dict[str, torch.Tensor]],
+               step: int, cfg: TrainConfig, device: torch.device) -> dict[str, float]:
+    """One optimisation step over this worker's micro-batches; returns metrics averaged over all workers.
+
+    The loss of each micro-batch (a mean over its tasks) is divided by their number, so with DDP averaging the
+    gradient is the mean over the global batch however it is split into workers and micro-batches.
+    """
+    lr = lr_at(step, cfg.optim, cfg.max_steps)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    sums: dict[str, float] = {}
+    last = len(micro_batches) - 1
+    for i, batch in enumerate(micro_batches):
+        sync = contextlib.nullcontext() if i == last or not hasattr(model, "no_sync") else model.no_sync()
+        with sync:
+            with autocast_for(device):
+                out = compute_losses(model, batch, cfg.objective, step)
+            (out["loss"] / len(micro_batches)).backward()
+        for key, value in out.items():
+            sums[key] = sums.get(key, 0.0) + float(value.detach())
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+    optimizer.step()
+    keys = sorted(sums)
+    vec = torch.tensor([sums[k] / len(micro_batches) for k in keys], dtype=torch.float64)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        vec = vec.to(device)
+        torch.distributed.all_reduce(vec)
+        vec = vec.cpu() / torch.distributed.get_world_size()
+    metrics = dict(zip(keys, vec.tolist()))
+    metrics.update(lr=lr, grad_norm=float(grad_norm))
+    return metrics
+
+
+def checkpoint_dir_name(step: int) -> str:
+    return f"{CHECKPOINT_PREFIX}{step:09d}"
+
+
+def latest_checkpoint_step(run_dir: str | Path) -> int:
+    """Largest step among the complete checkpoint directories of ``run_dir`` (0 when there is none)."""
+    steps = [int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
+             if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()]
+    return max(steps, default=0)
+
+
+def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,
+                     cfg: TrainConfig, metadata: dict[str, Any]) -> Path:
+    """Write model (unwrapped), optimizer, step and config to ``directory/train_state.pt`` (weights_only-safe)."""
+    path = Path(directory) / STATE_FILE
+    torch.save({"format": STATE_FORMAT, "step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                "model_config": cfg.model.to_dict(), "train_config": config_to_dict(cfg),
+                "metadata": metadata}, path)
+    return path
+
+
+def load_train_state(directory: str | Path) -> dict[str, Any]:
+    """Read what :func:`save_train_state` wrote (on CPU)."""
+    path = Path(directory) / STATE_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {STATE_FILE} in checkpoint directory {directory}")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("format") != STATE_FORMAT:
+        raise ValueError(f"{path}: training state format {state.get('format')!r}, expected {STATE_FORMAT}")
+    return state
+
+
+@dataclass
+class LoopHooks:
+    """Callbacks of :func:`run_steps`. ``log`` and ``validate`` run on rank 0 only; ``checkpoint`` on every rank."""
+
+    log: Callable[[int, dict[str, float]], None] = lambda step, metrics: None
+    validate: Callable[[int], dict[str, float]] | None = None
+    checkpoint: Callable[[int, dict[str, float]], None] = lambda step, metrics: None
+    fault_marker: Path | None = None
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def _next_step_batches(rows: Iterator[dict[str, np.ndarray]], accum: int, rank: int,
+                       device: torch.device) -> tuple[list[dict[str, torch.Tensor]], int, float]:
+    """Pull ``accum`` rows -> (torch micro-batches, stream step of the first, seconds spent waiting)."""
+    batches, wait, first_step = [], 0.0, -1
+    for a in range(accum):
+        t0 = time.perf_counter()
+        try:
+            row = next(rows)
+        except StopIteration:
+            raise RuntimeError("the prior stream ended before max_steps; it was built for fewer steps") from None
+        wait += time.perf_counter() - t0
+        if int(row["rank"]) != rank or int(row["accum_index"]) != a:
+            raise RuntimeError(f"stream row for rank {int(row['rank'])}/micro-batch {int(row['accum_index'])} "
+                               f"reached rank {rank} at micro-batch {a}: the stream layout was not preserved")
+        if a == 0:
+            first_step = int(row["step"])
+        batches.append(to_torch(row, device))
+    return batches, first_step, wait
+
+
+def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimizer,
+              rows: Iterator[dict[str, np.ndarray]], cfg: TrainConfig, start_step: int, device: torch.device,
+              rank: int = 0, world_size: int = 1, hooks: LoopHooks | None = None) -> dict[str, float]:
+    """Train from ``start_step`` to ``cfg.max_steps``; returns the last step's metrics.
+
+    ``model`` is what the forward pass goes through (a DDP wrapper or ``net`` itself), ``net`` the unwrapped
+    network. Rows must arrive as the stream layout deals them to ``rank``.
+    """
+    hooks = hooks or LoopHooks()
+    accum = cfg.global_batch // (cfg.micro_batch * world_size)
+    model.train()
+    metrics: dict[str, float] = {}
+    offset = None
+    t_run = time.perf_counter()
+    for step in range(start_step, cfg.max_steps):
+        if (cfg.fault_step == step + 1 and rank == world_size - 1 and hooks.fault_marker is not None
+                and not hooks.fault_marker.exists()):
+            hooks.fault_marker.touch()
+            raise InjectedFault(f"injected fault before step {step + 1} (test hook TrainConfig.fault_step)")
+        t0 = time.perf_counter()
+        batches, data_step, wait = _next_step_batches(rows, accum, rank, device)
+        if offset is None:
+            offset = data_step - step
+            if offset:
+                logger.warning("stream starts at step %d but training resumes at step %d; the data of the %d "
+                               "steps in between is skipped", data_step, step, offset)
+        elif data_step - step != offset:
+            raise RuntimeError(f"stream row of step {data_step} arrived at step {step}: rows out of order")
+        metrics = train_step(model, optimizer, batches, step, cfg, device)
+        elapsed = time.perf_counter() - t0
+        metrics.update(tasks_per_s=cfg.global_batch / elapsed, data_wait_fraction=wait / elapsed,
+                       step_time_s=elapsed)
+        done = step + 1
+        if rank == 0:
+            if hooks.validate is not None and (done % cfg.val_every == 0 or done == cfg.max_steps):
+                metrics.update(hooks.validate(done))
+            if done % cfg.log_every == 0 or done == cfg.max_steps:
+                hooks.log(done, metrics)
+            hooks.history.append({"step": done, **metrics})
+            if done % cfg.progress_every == 0 or done == cfg.max_steps:
+                rate = (done - start_step) / (time.perf_counter() - t_run)
+                logger.info("step %d/%d  pin_loss %.4f  soft_ari %.3f  k_acc %.2f  lr %.2e  %.1f tasks/s  "
+                            "wait %.1f%%  eta %.0fs", done, cfg.max_steps, metrics["pin_loss"], metrics["soft_ari"],
+                            metrics["k_acc"], metrics["lr"], metrics["tasks_per_s"],
+                            100 * metrics["data_wait_fraction"], (cfg.max_steps - done) / max(rate, 1e-9))
+        if done % cfg.checkpoint_every == 0 or done == cfg.max_steps:
+            hooks.checkpoint(done, metrics)
+    return metrics
+
+
+class MlflowSink:
+    """Logs step metrics to an existing MLflow run, each step at most once.
+
+    Steps up to the largest one already in the run's ``pin_loss`` history are skipped: after a crash, the steps
+    redone since the last checkpoint keep the values logged the first time, so the history stays complete and
+    free of duplicates.
+    """
+
+    def __init__(self, tracking_uri: str, run_id: str) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri)
+        self.run_id = run_id
+        self.last_step = max((m.step for m in self.client.get_metric_history(run_id, "pin_loss")), default=0)
+
+    def __call__(self, step: int, metrics: dict[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        if step <= self.last_step:
+            return
+        now = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()
+                                                    if math.isfinite(float(v))])
+        self.last_step = step
+
+
+def _restore(cfg: TrainConfig, net: TabClustNet, state: dict[str, Any] | None) -> int:
+    """Load a training state into ``net``; return its step (0 without a state)."""
+    if state is None:
+        return 0
+    if state["model_config"] != cfg.model.to_dict():
+        raise ValueError("the checkpoint's model config differs from the run's; resume with the saved config")
+    net.load_state_dict(state["model"])
+    return int(state["step"])
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    """Ray Train entry point. ``config``: ``train_config`` (TrainConfig), ``run_dir``, ``tracking_uri``, ``run_id``.
+
+    Resumes from ``ray.train.get_checkpoint()`` (model, optimizer, step) when there is one. Rank 0 logs to MLflow,
+    validates and writes the checkpoints; every rank reports at checkpoint steps (a barrier in Ray Train).
+    """
+    import tempfile
+
+    import ray.train
+    import ray.train.torch
+
+    cfg: TrainConfig = config["train_config"]
+    run_dir = Path(config["run_dir"])
+    ctx = ray.train.get_context()
+    rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    device = ray.train.torch.get_device()
+    net = build_model(cfg)
+    ckpt = ray.train.get_checkpoint()
+    state = None
+    if ckpt is not None:
+        with ckpt.as_directory() as directory:
+            state = load_train_state(directory)
+    start = _restore(cfg, net, state)
+    model = ray.train.torch.prepare_model(net)
+    optimizer = build_optimizer(net, cfg.optim)
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    logger.info("rank %d/%d starts at step %d on %s", rank, world, start, device)
+    shard = ray.train.get_dataset_shard("train")
+    from pipeline.prior_stream import unpack_rows
+
+    rows = (r for b in shard.iter_batches(batch_size=None, prefetch_batches=cfg.stream.prefetch_batches)
+            for r in unpack_rows(b))
+    hooks = LoopHooks(fault_marker=run_dir / FAULT_MARKER)
+    if rank == 0:
+        if config.get("run_id"):
+            hooks.log = MlflowSink(config["tracking_uri"], config["run_id"])
+        if cfg.val_tasks:
+            from pipeline.validation import Validator
+
+            validator = Validator(cfg.stream, cfg.val_tasks)
+            hooks.validate = lambda step: validator.evaluate(net, device)
+    t_start = time.time()
+
+    def checkpoint(step: int, metrics: dict[str, float]) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            saved = None
+            if rank == 0:
+                meta = {"attempt_start_step": start, "world_size": world, "device": str(device),
+                        "attempt_wall_time_s": time.time() - t_start, "tasks_seen": step * cfg.global_batch}
+                save_train_state(tmp, net, optimizer, step, cfg, meta)
+                saved = ray.train.Checkpoint.from_directory(tmp)
+            ray.train.report({"step": step, **metrics}, checkpoint=saved, checkpoint_dir_name=checkpoint_dir_name(step))
+
+    hooks.checkpoint = checkpoint
+    run_steps(model, net, optimizer, rows, cfg, start, device, rank, world, hooks)
+
+
+@dataclass
+class LocalResult:
+    """What :func:`run_local` returns: the trained network, its optimizer, the final step and per-step metrics."""
+
+    net: TabClustNet
+    optimizer: torch.optim.Optimizer
+    step: int
+    history: list[dict[str, float]]
+
+
+def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Callable | None = None,
+              prefetch_workers: int = 0, device: str | torch.device = "cpu") -> LocalResult:
+    """Pretrain in this process, without Ray: the same step function and data as one Ray Train worker.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        ``num_workers`` must be 1 (the global batch is ``micro_batch * accum_steps``).
+    run_dir : path, optional
+        Where checkpoints go (``checkpoint_step*/train_state.pt``, the newest two kept); training resumes
+        from the newest one found there. None: no checkpoints.
+    log : callable, optional
+        ``log(step, metrics)``, e.g. an :class:`MlflowSink`.
+    prefetch_workers : int
+        Processes generating prior data ahead of the trainer (0: generate inline).
+    device : str or torch.device
+
+    Returns
+    -------
+    LocalResult
+    """
+    from pipeline.prior_stream import StreamLayout, iter_local_rows
+    from pipeline.validation import Validator
+
+    if cfg.num_workers != 1:
+        raise ValueError(f"run_local trains on one process; got num_workers={cfg.num_workers}")
+    device = torch.device(device)
+    net = build_model(cfg)
+    state = None
+    if run_dir is not None and (step := latest_checkpoint_step(run_dir)):
+        state = load_train_state(Path(run_dir) / checkpoint_dir_name(step))
+    start = _restore(cfg, net, state)
+    net.to(device)
+    optimizer = build_optimizer(net, cfg.optim)
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    layout = StreamLayout(cfg.micro_batch, cfg.accum_steps, 1, start, cfg.max_steps)
+    rows = iter_local_rows(cfg.stream, cfg.seed, layout, 0, cfg.model.max_categories, prefetch_workers)
+    hooks = LoopHooks(log=log or (lambda step, metrics: None))
+    if cfg.val_tasks:
+        validator = Validator(cfg.stream, cfg.val_tasks)
+        hooks.validate = lambda step: validator.evaluate(net, device)
+    if run_dir is not None:
+        hooks.fault_marker = Path(run_dir) / FAULT_MARKER
+
+        def checkpoint(step: int, metrics: dict[str, float]) -> None:
+            target = Path(run_dir) / checkpoint_dir_name(step)
+            target.mkdir(parents=True, exist_ok=True)
+            save_train_state(target, net, optimizer, step, cfg, {"attempt_start_step": start, "world_size": 1,
+                                                                 "device": str(device)})
+            for old in sorted(Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*"))[:-2]:
+                for f in old.iterdir():
+                    f.unlink()
+                old.rmdir()
+
+        hooks.checkpoint = checkpoint
+    run_steps(net, net, optimizer, rows, cfg, start, device, 0, 1, hooks)
+    return LocalResult(net=net, optimizer=optimizer, step=cfg.max_steps, history=hooks.history)
