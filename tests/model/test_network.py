@@ -1,0 +1,147 @@
+"""Network invariances, masking, gradient routing and the decoder/CIN variants."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from model import ModelConfig, TabClustNet
+from model.batching import collate, to_torch
+from model.objective import ObjectiveConfig, compute_losses
+
+
+class _Task:
+    def __init__(self, X, y, k, categorical=()):
+        self.X, self.y, self.n_clusters, self.categorical = X, y, k, categorical
+
+
+def _task(seed, n, d, k, categorical=()):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g).numpy()
+    for j in categorical:
+        X[:, j] = torch.randint(0, 4, (n,), generator=g).numpy()
+    y = torch.randint(0, k, (n,), generator=g).numpy()
+    return _Task(X, y, k, categorical)
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    return TabClustNet(ModelConfig.preset("tiny")).eval()
+
+
+def _infer(net, batch):
+    t = to_torch(batch)
+    with torch.no_grad():
+        return net.infer(t["X"], t["row_mask"], t["col_mask"], t["cat_mask"])
+
+
+def test_output_shapes_and_probabilities(net):
+    out = _infer(net, collate([_task(0, 30, 4, 3)]))
+    k_max = net.cfg.k_max
+    assert out.probs.shape == (1, k_max - 1, 30, k_max) and out.k_logits.shape == (1, k_max - 1)
+    for c in range(k_max - 1):
+        p = out.probs[0, c]
+        assert torch.allclose(p.sum(-1), torch.ones(30), atol=1e-5)
+        assert torch.all(p[:, c + 2:] == 0)
+
+
+def test_pin_is_row_permutation_equivariant_and_cin_invariant(net):
+    task = _task(1, 40, 5, 3, categorical=(2,))
+    perm = torch.randperm(40, generator=torch.Generator().manual_seed(3)).numpy()
+    out = _infer(net, collate([task]))
+    out_p = _infer(net, collate([_Task(task.X[perm], task.y[perm], 3, (2,))]))
+    assert torch.allclose(out.probs[:, :, perm], out_p.probs, atol=1e-5)
+    assert torch.allclose(out.k_logits, out_p.k_logits, atol=1e-5)
+
+
+def test_a_dataset_gives_the_same_output_alone_or_padded_in_a_batch(net):
+    small = _task(2, 25, 3, 2, categorical=(0,))
+    big = _task(3, 60, 7, 5)
+    alone = _infer(net, collate([small]))
+    batched = _infer(net, collate([big, small]))
+    assert torch.allclose(batched.probs[1, :, :25], alone.probs[0], atol=1e-5)
+    assert torch.all(batched.probs[1, :, 25:] == 0)
+    assert torch.allclose(batched.k_logits[1], alone.k_logits[0], atol=1e-5)
+
+
+def test_non_context_rows_are_assigned_independently_of_each_other(net):
+    task = _task(4, 50, 4, 3)
+    t = to_torch(collate([task]))
+    ctx = torch.zeros(1, 50, dtype=torch.bool)
+    ctx[:, :30] = True
+    with torch.no_grad():
+        full = net.infer(t["X"], t["row_mask"], t["col_mask"], t["cat_mask"], ctx)
+        ctx_only = net.infer(t["X"][:, :30], t["row_mask"][:, :30], t["col_mask"], t["cat_mask"])
+        # drop half of the query rows: the others keep their output
+        keep = torch.cat([torch.arange(30), torch.arange(30, 50, 2)])
+        part = net.infer(t["X"][:, keep], t["row_mask"][:, keep], t["col_mask"], t["cat_mask"], ctx[:, keep])
+    assert torch.allclose(full.probs[:, :, :30], ctx_only.probs, atol=1e-5)
+    assert torch.allclose(full.k_logits, ctx_only.k_logits, atol=1e-5)
+    assert torch.allclose(full.probs[:, :, keep], part.probs, atol=1e-5)
+
+
+def _train_batch():
+    return to_torch(collate([_task(5, 40, 4, 3, categorical=(1,)), _task(6, 30, 6, 4)]))
+
+
+def test_gradients_reach_every_pin_parameter():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny"))
+    from model.objective import pin_loss_value
+    b = _train_batch()
+    o = net(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"], n_clusters=b["n_clusters"])
+    pin_loss_value("soft_ari", o.logits, b["y"], b["row_mask"]).backward()
+    missing = [n for n, p in net.named_parameters()
+               if not n.startswith("cin.") and (p.grad is None or p.grad.abs().sum() == 0)]
+    assert missing == []
+
+
+def test_decoupled_cin_loss_produces_no_gradient_in_pin():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny"))
+    b = _train_batch()
+    from model.losses import cin_ce_loss
+    o = net(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"], n_clusters=b["n_clusters"], detach_cin=True)
+    cin_ce_loss(o.k_logits, b["n_clusters"]).backward()
+    pin_grads = [p.grad for n, p in net.named_parameters() if not n.startswith("cin.")]
+    assert all(g is None or g.abs().sum() == 0 for g in pin_grads)
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for n, p in net.named_parameters()
+               if n.startswith("cin.mlp.0"))
+    net.zero_grad()
+    o = net(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"], n_clusters=b["n_clusters"], detach_cin=False)
+    cin_ce_loss(o.k_logits, b["n_clusters"]).backward()
+    assert net.decoder.prototypes.grad is not None and net.decoder.prototypes.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("decoder", ["iterative", "transformer", "naive"])
+@pytest.mark.parametrize("cin_head", ["categorical", "ordinal"])
+@pytest.mark.parametrize("pin_loss", ["soft_ari", "soft_nmi", "matching_ce", "matching_softacc"])
+def test_every_variant_trains_one_step(decoder, cin_head, pin_loss):
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", decoder=decoder, cin_head=cin_head))
+    out = compute_losses(net, _train_batch(), ObjectiveConfig(pin_loss=pin_loss, warmup_matching_steps=0), step=1)
+    out["loss"].backward()
+    assert torch.isfinite(out["loss"])
+    assert all(torch.isfinite(p.grad).all() for p in net.parameters() if p.grad is not None)
+
+
+def test_ordinal_head_gives_a_distribution_over_k():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", cin_head="ordinal")).eval()
+    out = _infer(net, collate([_task(7, 30, 3, 3)]))
+    assert torch.allclose(out.k_logits.exp().sum(-1), torch.ones(1), atol=1e-5)
+
+
+def test_config_round_trip_and_refusals():
+    cfg = ModelConfig.preset("small")
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown ModelConfig keys"):
+        ModelConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+    with pytest.raises(ValueError, match="unknown preset"):
+        ModelConfig.preset("huge")
+    with pytest.raises(ValueError, match="decoder"):
+        dataclasses.replace(cfg, decoder="mlp")
+    assert ModelConfig.preset("paper").d_model == 512
