@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import torch
 
 from model.config import ModelConfig
@@ -60,19 +61,25 @@ def weights_sha256(state_dict: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def _check_plain(value: Any, where: str) -> None:
-    """Refuse metadata that ``torch.load(weights_only=True)`` could not read back."""
+def _plain(value: Any, where: str) -> Any:
+    """Copy of ``value`` that ``torch.load(weights_only=True)`` reads back (numpy values and paths converted)."""
     if isinstance(value, Mapping):
+        out = {}
         for key, item in value.items():
             if not isinstance(key, (str, int)):
                 raise TypeError(f"metadata key {where}[{key!r}] must be a str or int")
-            _check_plain(item, f"{where}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_plain(item, f"{where}[{i}]")
-    elif not isinstance(value, _PLAIN_TYPES):
+            out[key] = _plain(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, (np.generic, np.ndarray)):
+        return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if not isinstance(value, _PLAIN_TYPES):
         raise TypeError(f"metadata value {where} has type {type(value).__name__}; use plain str/int/float/bool/"
                         "None, lists, dicts or tensors so the checkpoint loads with weights_only=True")
+    return value
 
 
 def save_checkpoint(path: str | os.PathLike, net: TabClustNet, metadata: dict[str, Any] | None = None) -> Path:
@@ -85,15 +92,15 @@ def save_checkpoint(path: str | os.PathLike, net: TabClustNet, metadata: dict[st
         renamed over it, so readers never see a half-written checkpoint.
     net : TabClustNet
     metadata : dict, optional
-        Training metadata of plain Python values (and tensors).
+        Training metadata: plain Python values and tensors; numpy scalars/arrays become Python numbers/lists
+        and paths become strings. Anything else raises ``TypeError`` here rather than at load time.
 
     Returns
     -------
     Path
         The written path.
     """
-    metadata = dict(metadata or {})
-    _check_plain(metadata, "metadata")
+    metadata = _plain(dict(metadata or {}), "metadata")
     state = {k: v.detach().to("cpu").clone() for k, v in net.state_dict().items()}
     payload = {
         "format_version": FORMAT_VERSION,

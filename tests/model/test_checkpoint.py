@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -139,6 +140,15 @@ def test_config_with_missing_parameters_is_refused(tmp_path):
     path = _rewrite(tmp_path, lambda p: p.update(model_config=bigger.to_dict()))
     with pytest.raises(CheckpointError, match="missing parameters"):
         load_checkpoint(path)
+
+
+def test_numpy_and_path_metadata_is_stored_as_plain_values(tmp_path):
+    meta = {"wall_s": np.float64(1.5), "curve": np.array([0.1, 0.2]), "run_dir": tmp_path,
+            "nested": [{"k": np.int64(3)}]}
+    path = save_checkpoint(tmp_path / "m.pt", make_tiny_net(), meta)
+    _, loaded = load_checkpoint(path)
+    assert loaded == {"wall_s": 1.5, "curve": [0.1, 0.2], "run_dir": str(tmp_path), "nested": [{"k": 3}]}
+    assert type(loaded["nested"][0]["k"]) is int
 
 
 def test_metadata_that_would_not_load_with_weights_only_is_refused_at_save(tmp_path):

@@ -1,0 +1,97 @@
+"""CPU inference benchmark: TabClustPFN (unknown K) against a KMeans + silhouette sweep, and scaling in N.
+
+Measured in one run on the same machine:
+
+1. N=1000, D=32: ``TabClustPFN().fit(X)`` with K unknown (``small`` preset; the shipped checkpoint if present,
+   otherwise random weights, which cost the same) vs scikit-learn KMeans for K = 2..10, keeping the K with
+   the best silhouette. Goal: ratio TabClustPFN / KMeans sweep <= 1.0.
+2. Scaling: the time at N=10,000 over the time at N=1,000 (default n_context=1000, so 9,000 rows are assigned
+   in chunks). Goal: <= 12 (linear in N past the context).
+
+Run from the repository root: ``.venv/bin/python benchmarks/bench_inference.py [--repeats 3] [--threads T]``
+(with the package installed, as ``make setup`` does; otherwise prefix ``PYTHONPATH=.``).
+Times are medians over the repeats, after one warm-up fit that also loads the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
+from sklearn.metrics import silhouette_score
+
+from model.checkpoint import save_checkpoint
+from model.config import ModelConfig
+from model.estimator import TabClustPFN, default_checkpoint_path
+from model.network import TabClustNet
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def kmeans_sweep(X: np.ndarray, seed: int) -> int:
+    """K in 2..10 with the best silhouette (what a user does without knowing K)."""
+    best_k, best_score = 2, -np.inf
+    for k in range(2, 11):
+        labels = KMeans(n_clusters=k, random_state=seed).fit_predict(X)
+        score = silhouette_score(X, labels)
+        if score > best_score:
+            best_k, best_score = k, score
+    return best_k
+
+
+def data(n: int, d: int = 32, k: int = 5, seed: int = 0) -> np.ndarray:
+    X, _ = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=2.0, random_state=seed)
+    return X.astype(np.float32)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = default_checkpoint_path()
+        source = "shipped checkpoint"
+        if not ckpt.is_file():
+            ckpt = save_checkpoint(Path(tmp) / "small-random.pt", TabClustNet(ModelConfig.preset("small")))
+            source = "random weights"
+        print(f"model: small preset ({source}), torch threads={torch.get_num_threads()}, "
+              f"repeats={args.repeats}")
+
+        X1k, X10k = data(1000), data(10_000)
+        est = TabClustPFN(checkpoint=ckpt, device="cpu", random_state=0)
+        start = time.perf_counter()
+        est.fit(X1k)  # warm-up: loads and caches the network
+        print(f"first fit incl. checkpoint load: {time.perf_counter() - start:.3f} s "
+              f"(K chosen = {est.n_clusters_})")
+
+        t_pfn = median_time(lambda: est.fit(X1k), args.repeats)
+        t_km = median_time(lambda: kmeans_sweep(X1k, 0), args.repeats)
+        print(f"N=1000, D=32  TabClustPFN (unknown K): {t_pfn:.3f} s")
+        print(f"N=1000, D=32  KMeans + silhouette over K=2..10: {t_km:.3f} s (K chosen = {kmeans_sweep(X1k, 0)})")
+        print(f"ratio TabClustPFN / KMeans sweep = {t_pfn / t_km:.2f}  (goal <= 1.0)")
+
+        t_10k = median_time(lambda: est.fit(X10k), args.repeats)
+        print(f"N=10000, D=32 TabClustPFN (unknown K, n_context=1000): {t_10k:.3f} s")
+        print(f"scaling time(N=10000) / time(N=1000) = {t_10k / t_pfn:.2f}  (goal <= 12)")
+
+
+if __name__ == "__main__":
+    main()
