@@ -21,7 +21,7 @@ def ray_local():
         num_cpus=4,
         include_dashboard=False,
         log_to_driver=False,
-        node_ip_address="127.0.0.1",
+        _node_ip_address="127.0.0.1",
     )
     yield ray
     ray.shutdown()
