@@ -1,0 +1,100 @@
+"""jobs/cluster.py: exit status, printed summary, the no-argument demo run and the script entry point."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def job():
+    spec = importlib.util.spec_from_file_location("cluster_job", REPO / "jobs" / "cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    import torch
+
+    from model import ModelConfig, TabClustNet
+    from model.checkpoint import save_checkpoint
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
+    return str(path)
+
+
+def _good_table(path: Path, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 40)
+    pd.DataFrame(rng.normal(size=(40, 3)) + 3.0 * y[:, None], columns=["a", "b", "c"]).to_csv(path, index=False)
+
+
+def _args(tmp_path, checkpoint, tracking_uri, *inputs):
+    return [*map(str, inputs), "--output", str(tmp_path / "out"), "--checkpoint", checkpoint,
+            "--tracking-uri", tracking_uri, "--num-workers", "1", "--no-progress"]
+
+
+def test_help_states_the_exit_status(job, capsys):
+    with pytest.raises(SystemExit) as exc:
+        job.parse_args(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert "exit status: 0 when every table was clustered, 2 when any table failed" in text
+
+
+@pytest.mark.slow
+def test_exit_status_is_0_when_all_succeed_and_2_when_any_fails(ray_local, job, tmp_path, tiny_checkpoint,
+                                                               tracking_uri, capsys):
+    good = tmp_path / "in"
+    good.mkdir()
+    _good_table(good / "one.csv")
+    _good_table(good / "two.csv", seed=1)
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good)) == 0
+    assert "2 of 2 tables clustered" in capsys.readouterr().out
+
+    (good / "broken.csv").write_text("a,b\n1,2\n")  # one row
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good)) == 2
+    printed = capsys.readouterr().out
+    assert "only 1 row" in printed and "2 of 3 tables clustered" in printed
+
+
+def test_exit_status_is_1_when_no_table_is_found(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, tmp_path / "missing" / "*.csv")) == 1
+    assert "no CSV or Parquet tables found" in capsys.readouterr().err
+
+
+def test_missing_checkpoint_is_a_clear_error(job, tmp_path, tracking_uri, capsys):
+    assert job.main(_args(tmp_path, str(tmp_path / "nope.pt"), tracking_uri)) == 1
+    assert "checkpoint not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_no_input_clusters_the_demo_tables_as_a_script(tmp_path, tiny_checkpoint, tracking_uri):
+    # RAY_ADDRESS=local: a private Ray, not the test session's (bound to 127.0.0.1, which a driver in
+    # another process cannot join).
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_ADDRESS": "local"}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "jobs" / "cluster.py"), "--output", str(tmp_path / "out"), "--checkpoint",
+         tiny_checkpoint, "--tracking-uri", tracking_uri, "--num-workers", "2", "--no-progress"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    demo = sorted(p.stem for p in (REPO / "data" / "demo").iterdir() if p.suffix in (".csv", ".parquet"))
+    assert sorted(summary["table"]) == demo
+    assert (summary["status"] == "ok").all() and summary["ari"].notna().all()  # scored against 'target'
+    assert "target" in pd.read_parquet(tmp_path / "out" / "customers.parquet").columns
+    assert f"{len(demo)} of {len(demo)} tables clustered" in proc.stdout
