@@ -1,0 +1,142 @@
+"""The compared methods (paper Sec. 4, App. B) and how one of them clusters one dataset.
+
+Names follow the paper: ``X*`` is given the true K, ``X+`` picks K in 2..10 by the best silhouette score, and a
+bare name infers K itself (TabClustPFN through its CIN posterior; AP, DBSCAN, HDBSCAN, OPTICS and MeanShift
+with scikit-learn defaults; AP has no K argument, so, as in the paper, it runs with defaults only).
+TabClustPFN takes the preprocessed table with its categorical columns; the baselines take
+:meth:`EvalDataset.baseline_matrix` (categoricals one-hot).
+
+The predicted K (for k-MAE) is the K a method chose: TabClustPFN's ``n_clusters_``, the silhouette winner, or
+for the automatic baselines the number of clusters they return, not counting the noise label -1.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from pipeline.evaluation.metrics import n_found_clusters
+
+logger = logging.getLogger(__name__)
+
+KMode = Literal["true", "silhouette", "auto"]
+SILHOUETTE_K_RANGE = range(2, 11)
+REFERENCE_AUTO = "TabClustPFN"
+REFERENCE_TRUE = "TabClustPFN*"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One compared method: a family (the algorithm) and how it gets K."""
+
+    name: str
+    family: str
+    k_mode: KMode
+
+
+def _specs() -> tuple[MethodSpec, ...]:
+    specs = [MethodSpec("TabClustPFN*", "TabClustPFN", "true"), MethodSpec("TabClustPFN", "TabClustPFN", "auto"),
+             MethodSpec("AP", "AP", "auto")]
+    for fam in ("Agg", "Birch", "GMM", "KMeans", "Spectral"):
+        specs += [MethodSpec(f"{fam}*", fam, "true"), MethodSpec(f"{fam}+", fam, "silhouette")]
+    specs += [MethodSpec(f, f, "auto") for f in ("DBSCAN", "HDBSCAN", "MeanShift", "OPTICS")]
+    return tuple(specs)
+
+
+#: Every method, in report order.
+METHODS: tuple[MethodSpec, ...] = _specs()
+#: The subset run by ``--quick``.
+QUICK_METHODS: tuple[str, ...] = ("TabClustPFN*", "TabClustPFN", "KMeans*", "KMeans+", "GMM*", "DBSCAN")
+
+
+def select_methods(names: list[str] | tuple[str, ...] | None) -> list[MethodSpec]:
+    """The specs of ``names`` in report order (all methods for None); unknown names raise ValueError."""
+    by_name = {m.name: m for m in METHODS}
+    if names is None:
+        return list(METHODS)
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {list(by_name)}")
+    keep = set(names)
+    return [m for m in METHODS if m.name in keep]
+
+
+def sklearn_estimator(family: str, k: int | None, seed: int):
+    """A fresh scikit-learn clusterer of ``family`` (defaults as in the paper; K where it takes one)."""
+    from sklearn import cluster, mixture
+
+    if family == "KMeans":
+        return cluster.KMeans(n_clusters=k, random_state=seed)
+    if family == "GMM":
+        return mixture.GaussianMixture(n_components=k, covariance_type="full", random_state=seed)
+    if family == "Agg":
+        return cluster.AgglomerativeClustering(n_clusters=k)
+    if family == "Birch":
+        return cluster.Birch(n_clusters=k)
+    if family == "Spectral":
+        return cluster.SpectralClustering(n_clusters=k, random_state=seed)
+    if family == "AP":
+        return cluster.AffinityPropagation(random_state=seed)
+    if family == "DBSCAN":
+        return cluster.DBSCAN()
+    if family == "HDBSCAN":
+        return cluster.HDBSCAN()
+    if family == "OPTICS":
+        return cluster.OPTICS()
+    if family == "MeanShift":
+        return cluster.MeanShift()
+    raise ValueError(f"unknown method family {family!r}")
+
+
+def silhouette_select(family: str, X: np.ndarray, seed: int,
+                      k_range: range = SILHOUETTE_K_RANGE) -> tuple[np.ndarray, int]:
+    """Fit ``family`` for every K in ``k_range`` (below N) and keep the partition with the best silhouette.
+
+    Partitions with a single cluster have no silhouette and are skipped; ties go to the smaller K.
+    """
+    from sklearn.metrics import silhouette_score
+
+    best: tuple[float, np.ndarray, int] | None = None
+    for k in k_range:
+        if k >= X.shape[0]:
+            break
+        labels = np.asarray(sklearn_estimator(family, k, seed).fit_predict(X))
+        if len(np.unique(labels)) < 2:
+            continue
+        score = float(silhouette_score(X, labels))
+        if best is None or score > best[0]:
+            best = (score, labels, k)
+    if best is None:
+        raise ValueError(f"{family}: no K in {k_range.start}..{k_range.stop - 1} gave two or more clusters")
+    return best[1], best[2]
+
+
+def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
+               device: str = "cpu") -> dict:
+    """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
+
+    Returns
+    -------
+    dict
+        ``labels`` (N,), ``k_pred`` (int), ``seconds`` (float).
+    """
+    start = time.perf_counter()
+    if spec.family == "TabClustPFN":
+        from model import TabClustPFN
+
+        k = dataset.n_clusters if spec.k_mode == "true" else None
+        est = TabClustPFN(k, checkpoint=checkpoint, device=device, random_state=seed).fit(dataset.features)
+        labels, k_pred = np.asarray(est.labels_), int(est.n_clusters_)
+    else:
+        X = dataset.baseline_matrix()
+        if spec.k_mode == "silhouette":
+            labels, k_pred = silhouette_select(spec.family, X, seed)
+        else:
+            k = dataset.n_clusters if spec.k_mode == "true" else None
+            labels = np.asarray(sklearn_estimator(spec.family, k, seed).fit_predict(X))
+            k_pred = n_found_clusters(labels)
+    return {"labels": labels, "k_pred": k_pred, "seconds": time.perf_counter() - start}

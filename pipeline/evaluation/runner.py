@@ -1,0 +1,277 @@
+"""Run the benchmark: every (method, dataset) pair as a Ray task with a timeout, then tables, plots and MLflow.
+
+A task that raises, whose worker dies, or that runs past ``timeout_s`` is recorded as a failed run (status
+``failed`` or ``timeout``, NaN scores, the reason in ``error``) and the run goes on. At most ``num_workers``
+tasks are in flight, so a task starts as soon as it is submitted and its deadline counts from submission.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from pipeline.evaluation import calibration as calib
+from pipeline.evaluation import plots, report, suites
+from pipeline.evaluation.methods import QUICK_METHODS, MethodSpec, run_method, select_methods
+from pipeline.evaluation.metrics import clustering_scores
+
+logger = logging.getLogger(__name__)
+
+QUICK_REAL = ("haberman", "iris", "wine")  # small, one with a categorical column
+QUICK_SYNTHETIC = (2, 2)  # GMM, ZEUS datasets
+QUICK_CALIBRATION = 16
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Settings of one evaluation run (``jobs/evaluate.py`` flags map one to one)."""
+
+    suites: tuple[str, ...] = ("synthetic", "real")
+    data_dir: str | None = None
+    benchmarks_dir: str | None = None
+    methods: tuple[str, ...] | None = None
+    checkpoint: str | None = None
+    output_dir: str = "outputs/evaluation"
+    quick: bool = False
+    calibration_size: int = 3200
+    timeout_s: float = 600.0
+    seed: int = 0
+    num_workers: int | None = None
+    tracking_uri: str | None = None
+    experiment: str = "evaluation"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = set(self.suites) - {"synthetic", "real"}
+        if unknown:
+            raise ValueError(f"unknown suite(s) {sorted(unknown)}: use 'synthetic', 'real' (and --data DIR)")
+        if not self.suites and self.data_dir is None:
+            raise ValueError("nothing to evaluate: choose a suite or pass a data folder")
+        if self.timeout_s <= 0 or self.calibration_size < 0:
+            raise ValueError("timeout_s must be > 0 and calibration_size >= 0")
+        select_methods(self.methods)  # unknown method names fail here, before any work
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why a Ray task produced no result."""
+
+    status: str  # "failed" | "timeout"
+    error: str
+
+
+def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int) -> dict:
+    """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # convergence chatter of the baselines
+            out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed)
+        return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
+                "seconds": out["seconds"], "error": ""}
+    except Exception as exc:  # a failed method is a result, not a crash
+        return {"status": "failed", "ari": np.nan, "nmi": np.nan, "k_pred": np.nan,
+                "seconds": time.perf_counter() - start, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def run_with_timeouts(calls: list[tuple[Any, Callable, tuple]], *, timeout_s: float, num_workers: int,
+                      desc: str = "tasks", progress: bool = True) -> dict[Any, Any]:
+    """Run ``fn(*args)`` for each ``(key, fn, args)`` as a Ray task; return ``{key: result or TaskFailure}``."""
+    import ray
+    from tqdm.auto import tqdm
+
+    queue, pending, results = deque(calls), {}, {}
+    remote_fns: dict[Callable, Any] = {}
+    with tqdm(total=len(calls), desc=desc, disable=not progress) as bar:
+        while queue or pending:
+            while queue and len(pending) < num_workers:
+                key, fn, args = queue.popleft()
+                if fn not in remote_fns:
+                    remote_fns[fn] = ray.remote(num_cpus=1, max_retries=0)(fn)
+                ref = remote_fns[fn].remote(*args)
+                pending[ref] = (key, time.monotonic() + timeout_s)
+            wait_s = max(0.05, min(deadline for _, deadline in pending.values()) - time.monotonic())
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=min(wait_s, 5.0))
+            for ref in done:
+                key, _ = pending.pop(ref)
+                try:
+                    results[key] = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    results[key] = TaskFailure("failed", f"worker error: {type(exc).__name__}: {exc}"[:300])
+                bar.update(1)
+            now = time.monotonic()
+            for ref, (key, deadline) in list(pending.items()):
+                if now > deadline:
+                    ray.cancel(ref, force=True)
+                    pending.pop(ref)
+                    results[key] = TaskFailure("timeout", f"no result within {timeout_s:g} s; cancelled")
+                    logger.warning("%s timed out after %g s", key, timeout_s)
+                    bar.update(1)
+    return results
+
+
+def load_datasets(cfg: EvalConfig) -> list[suites.EvalDataset]:
+    """The datasets of the configured suites (reduced in quick mode)."""
+    out: list[suites.EvalDataset] = []
+    if "synthetic" in cfg.suites:
+        out += suites.synthetic_suite(*(QUICK_SYNTHETIC if cfg.quick else (None, None)))
+    if "real" in cfg.suites:
+        out += suites.real_suite(cfg.benchmarks_dir, list(QUICK_REAL) if cfg.quick else None)
+    if cfg.data_dir is not None:
+        out += suites.load_folder(cfg.data_dir, "data", "data")
+    names = [d.name for d in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"dataset names collide across suites: {sorted({n for n in names if names.count(n) > 1})}")
+    return out
+
+
+def dataset_table(datasets: list[suites.EvalDataset]) -> pd.DataFrame:
+    """One row per dataset: suite, size, K, Bayes-oracle ARI (GMM) and the preprocessing notes."""
+    rows = []
+    for d in datasets:
+        bayes = clustering_scores(d.y, d.bayes_labels)["ari"] if d.bayes_labels is not None else np.nan
+        rows.append({"suite": d.suite, "group": d.group, "dataset": d.name, "n_rows": len(d.y),
+                     "n_features": d.features.shape[1], "n_categorical": len(d.categorical),
+                     "k_true": d.n_clusters, "bayes_ari": bayes, "notes": d.notes})
+    return pd.DataFrame(rows)
+
+
+def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[MethodSpec],
+              num_workers: int) -> pd.DataFrame:
+    """Every (method, dataset) as a Ray task; the long results table (one row per pair)."""
+    import ray
+
+    refs = {d.name: ray.put(d) for d in datasets}
+    calls = [((s.name, d.name), evaluate_pair, (s, refs[d.name], cfg.checkpoint, cfg.seed))
+             for d in datasets for s in specs]
+    raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
+                            progress=cfg.progress)
+    info = dataset_table(datasets).set_index("dataset")
+    rows = []
+    for (method, name), res in raw.items():
+        if isinstance(res, TaskFailure):
+            res = {"status": res.status, "ari": np.nan, "nmi": np.nan, "k_pred": np.nan,
+                   "seconds": cfg.timeout_s if res.status == "timeout" else np.nan, "error": res.error}
+        spec = next(s for s in specs if s.name == method)
+        rows.append({"suite": info.at[name, "suite"], "group": info.at[name, "group"], "dataset": name,
+                     "method": method, "k_mode": spec.k_mode, **res, "k_true": info.at[name, "k_true"],
+                     "bayes_ari": info.at[name, "bayes_ari"]})
+    order = {s.name: i for i, s in enumerate(specs)}
+    out = pd.DataFrame(rows).assign(_order=lambda f: f["method"].map(order))
+    return out.sort_values(["suite", "dataset", "_order"]).drop(columns="_order").reset_index(drop=True)
+
+
+def run_calibration(cfg: EvalConfig, n: int, num_workers: int) -> pd.DataFrame:
+    """CIN coverage on ``n`` held-out GMM datasets, in chunks of seeds (one model load per chunk)."""
+    seeds = calib.calibration_seeds(n)
+    size = max(1, int(np.ceil(n / (4 * num_workers))))
+    chunks = [seeds[i : i + size] for i in range(0, n, size)]
+    calls = [(i, calib.posterior_chunk, (chunk, cfg.checkpoint, cfg.seed)) for i, chunk in enumerate(chunks)]
+    raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s * size, num_workers=num_workers, desc="calibration",
+                            progress=cfg.progress)
+    got = [item for res in raw.values() if not isinstance(res, TaskFailure) for item in res]
+    missing = n - len(got)
+    if missing:
+        logger.warning("calibration: %d of %d datasets failed", missing, n)
+    table = calib.coverage_table([p for _, _, p in got], [k for _, k, _ in got])
+    return table.assign(n_failed=missing)
+
+
+def _metric_key(text: str) -> str:
+    """MLflow-safe metric key: ``*`` -> ``_trueK``, ``+`` -> ``_silK``."""
+    return text.replace("*", "_trueK").replace("+", "_silK")
+
+
+def write_outputs(out_dir: Path, results: pd.DataFrame, datasets: pd.DataFrame,
+                  analyses: list[report.SuiteAnalysis], calibration: pd.DataFrame | None,
+                  header: list[str]) -> list[Path]:
+    """CSV, Markdown and PNG outputs; returns the written files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results.to_csv(out_dir / "results.csv", index=False)
+    datasets.assign(difficulty=datasets["dataset"].map(
+        pd.concat([a.difficulty for a in analyses]) if analyses else pd.Series(dtype=str))
+    ).to_csv(out_dir / "datasets.csv", index=False)
+    files = [out_dir / "results.csv", out_dir / "datasets.csv"]
+    for a in analyses:
+        for setting, sig in a.significance.items():
+            sig["paired"].to_csv(out_dir / f"{a.suite}_{setting}_paired_tests.csv", index=False)
+            files.append(out_dir / f"{a.suite}_{setting}_paired_tests.csv")
+            files.append(plots.plot_cd_diagram(sig["average_ranks"], sig["cd"], sig["cd_groups"],
+                                               out_dir / f"{a.suite}_{setting}_cd.png",
+                                               f"{a.suite}: {report.SETTING_TITLES[setting]} (ARI ranks)"))
+            if not sig["paired"].empty:
+                for test, tag in (("t_p", "ttest"), ("wilcoxon_p", "wilcoxon")):
+                    files.append(plots.plot_paired_differences(a.wide_ari[setting], sig["paired"],
+                                                               report.REFERENCES[setting],
+                                                               out_dir / f"{a.suite}_{setting}_{tag}.png", test))
+        files.append(plots.plot_win_rate(a.win_rate, out_dir / f"{a.suite}_win_rate.png",
+                                         f"{a.suite}: pairwise ARI win rate (%)"))
+        files.append(plots.plot_time_vs_rank(a.median_seconds, a.median_rank_all,
+                                             out_dir / f"{a.suite}_time_vs_rank.png", f"{a.suite}: time vs rank"))
+    if calibration is not None:
+        calibration.to_csv(out_dir / "calibration.csv", index=False)
+        files += [out_dir / "calibration.csv", plots.plot_calibration(calibration, out_dir / "calibration.png")]
+    failures = results.loc[results["status"] != "ok", ["suite", "dataset", "method", "status", "error"]]
+    (out_dir / "results.md").write_text(report.render_markdown(analyses, header, calibration, failures))
+    files.append(out_dir / "results.md")
+    return files
+
+
+def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
+    """Run the whole benchmark described by ``cfg``; return the long results and the path of ``results.md``."""
+    import mlflow
+
+    from pipeline.ray_env import init_ray
+    from pipeline.tracking import setup_tracking
+
+    if cfg.checkpoint is not None and not Path(cfg.checkpoint).is_file():
+        raise FileNotFoundError(f"checkpoint not found: {cfg.checkpoint}")
+    specs = select_methods(cfg.methods if cfg.methods is not None else (QUICK_METHODS if cfg.quick else None))
+    n_calib = min(cfg.calibration_size, QUICK_CALIBRATION) if cfg.quick else cfg.calibration_size
+    datasets = load_datasets(cfg)
+    init_ray()
+    import ray
+
+    workers = cfg.num_workers or max(1, int(ray.available_resources().get("CPU", 1)))
+    logger.info("%d datasets x %d methods on %d workers", len(datasets), len(specs), workers)
+    start = time.perf_counter()
+    results = run_pairs(cfg, datasets, specs, workers)
+    order = [s.name for s in specs]
+    analyses = [report.analyse_suite(results[results["suite"] == s], s, order)
+                for s in results["suite"].unique()]
+    calibration = None
+    if n_calib > 0 and any(s.family == "TabClustPFN" for s in specs):
+        calibration = run_calibration(cfg, n_calib, workers)
+    elapsed = time.perf_counter() - start
+    header = [f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s;"
+              f" {len(datasets)} datasets x {len(specs)} methods in {elapsed:.0f} s"
+              f"{' (quick mode)' if cfg.quick else ''}.",
+              "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
+              "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "
+              "`datasets.csv`; categorical columns one-hot encoded for the scikit-learn baselines only. "
+              "Datasets with N > 1000 subsampled to 1000 rows (seed 0)."]
+    out_dir = Path(cfg.output_dir)
+    files = write_outputs(out_dir, results, dataset_table(datasets), analyses, calibration, header)
+    setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
+    with mlflow.start_run(run_name="evaluate-quick" if cfg.quick else "evaluate"):
+        mlflow.log_params({k: str(v)[:500] for k, v in dataclasses.asdict(cfg).items()})
+        metrics = {"wall_seconds": elapsed, "runs_failed": float((results["status"] != "ok").sum())}
+        for (suite, method), grp in results.groupby(["suite", "method"]):
+            metrics[_metric_key(f"{suite}.{method}.median_ari")] = float(np.nanmedian(grp["ari"])) \
+                if grp["ari"].notna().any() else float("nan")
+        if calibration is not None:
+            for row in calibration.itertuples():
+                metrics[f"calibration.coverage_{row.alpha:g}"] = float(row.coverage)
+        mlflow.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
+        for f in files:
+            mlflow.log_artifact(str(f))
+    return results, out_dir / "results.md"

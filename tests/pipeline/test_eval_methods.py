@@ -1,0 +1,47 @@
+"""The method registry and the silhouette selection of K."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.evaluation.methods import METHODS, QUICK_METHODS, run_method, select_methods, silhouette_select
+from pipeline.evaluation.suites import EvalDataset
+
+
+def _blobs(k: int, n: int = 150, seed: int = 0) -> EvalDataset:
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % k
+    X = rng.normal(scale=0.3, size=(n, 2)) + 5.0 * np.stack([np.cos(y), np.sin(y)], axis=1) * (1 + y[:, None])
+    features = pd.DataFrame(X, columns=["a", "b"]).assign(c=pd.Categorical(y % 2))
+    return EvalDataset("blobs", "data", "data", features, y.astype(np.int64), k)
+
+
+def test_registry_has_the_papers_methods():
+    names = [m.name for m in METHODS]
+    assert len(names) == len(set(names)) == 17  # 2 TabClustPFN + AP + 5 x (true K, silhouette K) + 4 automatic
+    for fam in ("Agg", "Birch", "GMM", "KMeans", "Spectral"):
+        assert f"{fam}*" in names and f"{fam}+" in names
+    assert {"TabClustPFN*", "TabClustPFN", "AP", "DBSCAN", "HDBSCAN", "OPTICS", "MeanShift"} <= set(names)
+    assert "AP*" not in names and "AP+" not in names  # AP takes no K: defaults only, as in the paper
+    assert [m.name for m in select_methods(["KMeans+", "AP"])] == ["AP", "KMeans+"]  # report order
+    assert set(QUICK_METHODS) <= set(names)
+    with pytest.raises(ValueError, match="unknown method"):
+        select_methods(["KMeans"])
+
+
+def test_silhouette_selection_finds_well_separated_k():
+    ds = _blobs(4)
+    labels, k = silhouette_select("KMeans", ds.baseline_matrix()[:, :2], seed=0)
+    assert k == 4 and len(np.unique(labels)) == 4
+
+
+def test_baselines_get_one_hot_categoricals_and_true_k():
+    ds = _blobs(3)
+    assert ds.baseline_matrix().shape == (150, 2 + 2)
+    spec = next(m for m in METHODS if m.name == "KMeans*")
+    out = run_method(spec, ds, seed=0)
+    assert out["k_pred"] == 3 and out["labels"].shape == (150,) and out["seconds"] > 0
+    auto = run_method(next(m for m in METHODS if m.name == "DBSCAN"), ds, seed=0)
+    assert auto["k_pred"] == len(set(auto["labels"]) - {-1})
