@@ -10,7 +10,8 @@ Measured in one run on the same machine:
 
 Run from the repository root: ``.venv/bin/python benchmarks/bench_inference.py [--repeats 3] [--threads T]``
 (with the package installed, as ``make setup`` does; otherwise prefix ``PYTHONPATH=.``).
-Times are medians over the repeats, after one warm-up fit that also loads the network.
+Times are medians over the repeats (the three measurements alternate, so load drift on a shared machine hits
+them alike), after one warm-up fit that also loads the network.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from model.estimator import TabClustPFN, default_checkpoint_path
 from model.network import TabClustNet
 
 
-def median_time(fn, repeats: int) -> float:
-    times = []
+def median_times(fns: list, repeats: int) -> list[float]:
+    """Median wall time of each function; the functions alternate so that load drift hits them alike."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, bucket in zip(fns, times):
+            start = time.perf_counter()
+            fn()
+            bucket.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def kmeans_sweep(X: np.ndarray, seed: int) -> int:
@@ -60,7 +63,7 @@ def data(n: int, d: int = 32, k: int = 5, seed: int = 0) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
@@ -70,8 +73,11 @@ def main() -> None:
         ckpt = default_checkpoint_path()
         source = "shipped checkpoint"
         if not ckpt.is_file():
-            ckpt = save_checkpoint(Path(tmp) / "small-random.pt", TabClustNet(ModelConfig.preset("small")))
-            source = "random weights"
+            with torch.random.fork_rng(devices=[]):  # seeded random weights, global RNG state restored after
+                torch.manual_seed(0)
+                net = TabClustNet(ModelConfig.preset("small"))
+            ckpt = save_checkpoint(Path(tmp) / "small-random.pt", net)
+            source = "random weights, seed 0"
         print(f"model: small preset ({source}), torch threads={torch.get_num_threads()}, "
               f"repeats={args.repeats}")
 
@@ -82,13 +88,12 @@ def main() -> None:
         print(f"first fit incl. checkpoint load: {time.perf_counter() - start:.3f} s "
               f"(K chosen = {est.n_clusters_})")
 
-        t_pfn = median_time(lambda: est.fit(X1k), args.repeats)
-        t_km = median_time(lambda: kmeans_sweep(X1k, 0), args.repeats)
+        t_pfn, t_km, t_10k = median_times(
+            [lambda: est.fit(X1k), lambda: kmeans_sweep(X1k, 0), lambda: est.fit(X10k)], args.repeats)
         print(f"N=1000, D=32  TabClustPFN (unknown K): {t_pfn:.3f} s")
         print(f"N=1000, D=32  KMeans + silhouette over K=2..10: {t_km:.3f} s (K chosen = {kmeans_sweep(X1k, 0)})")
         print(f"ratio TabClustPFN / KMeans sweep = {t_pfn / t_km:.2f}  (goal <= 1.0)")
 
-        t_10k = median_time(lambda: est.fit(X10k), args.repeats)
         print(f"N=10000, D=32 TabClustPFN (unknown K, n_context=1000): {t_10k:.3f} s")
         print(f"scaling time(N=10000) / time(N=1000) = {t_10k / t_pfn:.2f}  (goal <= 12)")
 
