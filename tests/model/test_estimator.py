@@ -65,6 +65,21 @@ def test_labels_are_numbered_in_order_of_first_appearance(tiny_checkpoint):
     assert set(est.labels_) == set(range(len(first)))  # contiguous 0..m-1
 
 
+def test_fit_predict_and_list_input_match_fit(tiny_checkpoint):
+    X = _blobs(seed=4)
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, random_state=0)
+    labels = est.fit(X).labels_
+    np.testing.assert_array_equal(est.fit_predict(X), labels)
+    np.testing.assert_array_equal(est.fit(X.tolist()).labels_, labels)
+    assert labels.max() <= 2
+
+
+def test_single_feature_table_is_clustered(tiny_checkpoint):
+    X = np.concatenate([np.zeros(10), np.full(10, 5.0)])[:, None] + np.linspace(0, 0.1, 20)[:, None]
+    est = TabClustPFN(n_clusters=2, checkpoint=tiny_checkpoint).fit(X)
+    assert est.labels_.shape == (20,) and est.n_features_in_ == 1
+
+
 def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint):
     X = _blobs()[::30]  # 4 rows
     est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)

