@@ -372,7 +372,7 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     cfg = dataclasses.replace(cfg, inputs=tuple(inputs), label_column=label_column)
     paths = discover_tables(cfg.inputs)
     names = table_names(paths)
-    _check_checkpoint(cfg.checkpoint)
+    check_checkpoint(cfg.checkpoint)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -399,8 +399,17 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     return summary
 
 
-def _check_checkpoint(checkpoint: str | None) -> None:
-    """Fail before starting Ray when the checkpoint file (given or shipped) is missing."""
+def check_checkpoint(checkpoint: str | None) -> Path:
+    """Resolve the checkpoint (given, or the shipped one) and load it once, before any Ray work starts.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        The file is not a usable checkpoint (``model.checkpoint.CheckpointError``), with the reason.
+    """
+    from model.checkpoint import load_checkpoint
     from model.estimator import default_checkpoint_path
 
     path = Path(checkpoint) if checkpoint is not None else default_checkpoint_path()
@@ -408,6 +417,8 @@ def _check_checkpoint(checkpoint: str | None) -> None:
         where = "checkpoint" if checkpoint is not None else "shipped checkpoint"
         raise FileNotFoundError(f"{where} not found: {path}; pass --checkpoint PATH (a file written by "
                                 "model.checkpoint.save_checkpoint, e.g. by jobs/pretrain.py)")
+    load_checkpoint(path)
+    return path
 
 
 def _write_output(out_dir: Path, row: dict, out: pd.DataFrame | None) -> None:

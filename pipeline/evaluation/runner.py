@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
 from pipeline.evaluation import plots, report, suites
 from pipeline.evaluation.methods import QUICK_METHODS, MethodSpec, run_method, select_methods
@@ -233,9 +234,9 @@ def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
     from pipeline.ray_env import init_ray
     from pipeline.tracking import setup_tracking
 
-    if cfg.checkpoint is not None and not Path(cfg.checkpoint).is_file():
-        raise FileNotFoundError(f"checkpoint not found: {cfg.checkpoint}")
     specs = select_methods(cfg.methods if cfg.methods is not None else (QUICK_METHODS if cfg.quick else None))
+    if any(s.family == "TabClustPFN" for s in specs):
+        check_checkpoint(cfg.checkpoint)  # a bad checkpoint stops the run here, not in every task
     n_calib = min(cfg.calibration_size, QUICK_CALIBRATION) if cfg.quick else cfg.calibration_size
     datasets = load_datasets(cfg)
     init_ray()

@@ -1,0 +1,98 @@
+"""The evaluation runner: timeouts and failures as records, and the benchmark end to end on a small folder."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.evaluation.methods import METHODS
+from pipeline.evaluation.runner import EvalConfig, TaskFailure, evaluate_pair, run_evaluation, run_with_timeouts
+from pipeline.evaluation.suites import EvalDataset
+
+
+def _sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke"
+
+
+def _boom() -> None:
+    raise RuntimeError("boom")
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    import torch
+
+    from model import ModelConfig, TabClustNet
+    from model.checkpoint import save_checkpoint
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
+    return str(path)
+
+
+def test_a_slow_task_times_out_and_the_others_complete(ray_local):
+    start = time.monotonic()
+    out = run_with_timeouts([("slow", _sleep, (120.0,)), ("fast", _sleep, (0.0,)), ("bad", _boom, ())],
+                            timeout_s=10.0, num_workers=2, progress=False)
+    assert time.monotonic() - start < 90
+    assert out["fast"] == "woke"
+    assert isinstance(out["slow"], TaskFailure) and out["slow"].status == "timeout"
+    assert isinstance(out["bad"], TaskFailure) and "boom" in out["bad"].error
+
+
+def test_a_failing_method_is_a_failed_record_not_an_exception():
+    ds = EvalDataset("one", "data", "data", pd.DataFrame({"a": [0.0]}), np.array([0]), 2)
+    spec = next(m for m in METHODS if m.name == "KMeans*")  # 1 row cannot hold 2 clusters
+    res = evaluate_pair(spec, ds, None, 0)
+    assert res["status"] == "failed" and np.isnan(res["ari"]) and "ValueError" in res["error"]
+
+
+def test_unknown_method_or_suite_is_refused_up_front():
+    with pytest.raises(ValueError, match="unknown method"):
+        EvalConfig(methods=("KMeans",))
+    with pytest.raises(ValueError, match="unknown suite"):
+        EvalConfig(suites=("toy",))
+
+
+@pytest.mark.slow
+def test_benchmark_on_a_data_folder_end_to_end(ray_local, tmp_path, tiny_checkpoint, tracking_uri):
+    import mlflow
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for i, k in enumerate((2, 3, 4)):
+        y = np.arange(90) % k
+        X = rng.normal(size=(90, 3)) + 3.0 * y[:, None]
+        frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(target=y)
+        if i == 2:
+            frame["colour"] = pd.Categorical(np.where(y % 2 == 0, "red", "blue"))
+        frame.to_parquet(data / f"set{i}.parquet", index=False)
+    methods = ("TabClustPFN*", "TabClustPFN", "KMeans*", "KMeans+", "DBSCAN")
+    cfg = EvalConfig(suites=(), data_dir=str(data), methods=methods, checkpoint=tiny_checkpoint,
+                     output_dir=str(tmp_path / "out"), calibration_size=0, timeout_s=300, num_workers=2,
+                     tracking_uri=tracking_uri, progress=False)
+    results, report_path = run_evaluation(cfg)
+
+    assert len(results) == 3 * len(methods) and (results["status"] == "ok").all()
+    assert set(results["method"]) == set(methods) and set(results["dataset"]) == {"set0", "set1", "set2"}
+    on_disk = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert len(on_disk) == len(results) and {"ari", "nmi", "k_true", "k_pred", "seconds"} <= set(on_disk)
+    kmeans = results[results["method"] == "KMeans*"].set_index("dataset")
+    assert (kmeans["k_pred"] == kmeans["k_true"]).all()
+    text = report_path.read_text()
+    for heading in ("Ranks, methods that infer or select K", "Ranks, methods given the true K",
+                    "by difficulty", "Significance"):
+        assert heading in text
+    for png in ("data_auto_cd.png", "data_true_cd.png", "data_win_rate.png", "data_time_vs_rank.png",
+                "data_auto_ttest.png", "data_auto_wilcoxon.png"):
+        assert (tmp_path / "out" / png).stat().st_size > 1000
+    client = mlflow.MlflowClient(tracking_uri)
+    [run] = client.search_runs([client.get_experiment_by_name("evaluation").experiment_id])
+    assert "data.KMeans_trueK.median_ari" in run.data.metrics
+    assert {"results.csv", "results.md", "data_auto_cd.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
