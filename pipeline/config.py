@@ -58,7 +58,7 @@ class StreamConfig:
     prior's N and D ranges, picked with probability proportional to their width) and every task of the step
     samples N and D inside them, so micro-batches need little padding, workers get equal work, and the marginal
     over N and D stays the prior's. ``curriculum_steps > 0`` ramps the largest N linearly from
-    ``curriculum_n_start`` to the prior's ``n_max`` over that many steps.
+    ``curriculum_n_start`` to the prior's largest N over that many steps.
     """
 
     kind: PriorKind = "mix"
@@ -84,10 +84,10 @@ class StreamConfig:
         if self.curriculum_steps and self.curriculum_n_start is None:
             raise ValueError("StreamConfig.curriculum_steps needs curriculum_n_start (the largest N at step 0)")
         if self.curriculum_n_start is not None and not (
-            self.prior.n_min <= self.curriculum_n_start <= self.prior.n_max
+            self.prior.n_rows[0] <= self.curriculum_n_start <= self.prior.n_rows[1]
         ):
             raise ValueError(f"StreamConfig.curriculum_n_start={self.curriculum_n_start} must lie in the prior's "
-                             f"N range [{self.prior.n_min}, {self.prior.n_max}]")
+                             f"N range {self.prior.n_rows}")
 
 
 @dataclass(frozen=True)
@@ -208,24 +208,60 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def apply_overrides(cfg: TrainConfig, overrides: list[str] | tuple[str, ...]) -> TrainConfig:
-    """Apply ``"a.b=value"`` strings (values parsed as JSON when possible, else kept as strings)."""
+def apply_overrides(cfg: TrainConfig, overrides: dict[str, Any] | list[str] | tuple[str, ...]) -> TrainConfig:
+    """Set dotted fields: a dict ``{"optim.lr": 1e-3}`` or strings ``"optim.lr=1e-3"`` (values parsed as JSON
+    when possible, else kept as strings). Unknown keys raise ``ValueError``; the result is validated."""
+    if not isinstance(overrides, dict):
+        parsed: dict[str, Any] = {}
+        for item in overrides:
+            key, sep, raw = item.partition("=")
+            if not sep:
+                raise ValueError(f"override {item!r} must look like key.path=value")
+            try:
+                parsed[key.strip()] = json.loads(raw)
+            except json.JSONDecodeError:
+                parsed[key.strip()] = raw
+        overrides = parsed
     data = config_to_dict(cfg)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ValueError(f"override {item!r} must look like key.path=value")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
+    for key, value in overrides.items():
         node = data
-        parts = key.strip().split(".")
+        parts = key.split(".")
         for part in parts[:-1]:
             if not isinstance(node.get(part), dict):
-                raise ValueError(f"override {item!r}: {part!r} is not a config section")
+                raise ValueError(f"override {key!r}: {part!r} is not a config section")
             node = node[part]
         if parts[-1] not in node:
-            raise ValueError(f"override {item!r}: unknown key {parts[-1]!r}; known: {sorted(node)}")
+            raise ValueError(f"override {key!r}: unknown key {parts[-1]!r}; known: {sorted(node)}")
         node[parts[-1]] = value
     return config_from_dict(TrainConfig, data)
+
+
+def train_preset(name: Literal["paper", "small", "tiny"], *, smoke: bool = False) -> TrainConfig:
+    """Run settings for a model preset.
+
+    ``paper``: the paper's schedule (512 tasks/step, 10k steps, 2k warm-up, peak lr 1e-4; N 500-1000, D 2-64).
+    ``small``: the ``small`` network with a CPU-sized schedule on the paper's prior. ``tiny``: for tests.
+    ``smoke=True`` shrinks any of them to a run of about a minute on a 2-core CPU (tiny data, a few steps).
+    """
+    if name == "paper":
+        cfg = TrainConfig(model=ModelConfig.preset("paper"), checkpoint_every=200, val_every=500)
+    elif name == "small":
+        cfg = TrainConfig(model=ModelConfig.preset("small"), max_steps=2000, global_batch=64, micro_batch=8,
+                          optim=OptimConfig(lr=3e-4, warmup_steps=200), checkpoint_every=100, val_every=200,
+                          val_tasks=32)
+    elif name == "tiny":
+        cfg = TrainConfig(model=ModelConfig.preset("tiny"), max_steps=50, global_batch=8, micro_batch=4,
+                          optim=OptimConfig(lr=1e-3, warmup_steps=10), objective=ObjectiveConfig(
+                              warmup_matching_steps=10), checkpoint_every=25, val_every=25, val_tasks=8,
+                          stream=StreamConfig(prior=dataclasses.replace(PriorConfig(), n_rows=(60, 120),
+                                                                        n_features=(2, 8))))
+    else:
+        raise ValueError(f"unknown preset {name!r}: choose 'paper', 'small' or 'tiny'")
+    if smoke:
+        prior = dataclasses.replace(cfg.stream.prior, n_rows=(60, 100), n_features=(2, 6))
+        cfg = dataclasses.replace(
+            cfg, max_steps=8, global_batch=4, micro_batch=2, checkpoint_every=4, val_every=4, val_tasks=4,
+            progress_every=2, optim=dataclasses.replace(cfg.optim, warmup_steps=2),
+            objective=dataclasses.replace(cfg.objective, warmup_matching_steps=2),
+            stream=dataclasses.replace(cfg.stream, prior=prior, num_actors=1, actor_cpus=0.5))
+    return cfg

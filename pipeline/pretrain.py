@@ -8,7 +8,6 @@ the same MLflow run from the newest checkpoint, in this session or a later one.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import threading
@@ -24,10 +23,9 @@ from mlflow.tracking import MlflowClient
 from model import TabClustNet
 from model.checkpoint import save_checkpoint
 from pipeline.config import TrainConfig, config_from_dict, config_to_dict, flatten
-from pipeline.prior_stream import StreamLayout, build_prior_stream, stream_execution_options
+from pipeline.prior_stream import StreamFactory, stream_execution_options
 from pipeline.tracking import setup_tracking
-from pipeline.train_loop import (MlflowSink, latest_checkpoint_step, load_train_state, run_local,
-                                 train_loop_per_worker)
+from pipeline.train_loop import MlflowSink, load_train_state, run_local, train_loop_per_worker
 
 logger = logging.getLogger(__name__)
 
@@ -61,22 +59,6 @@ class PretrainResult:
     checkpoint: Path
     model_uri: str
     metrics: dict[str, float]
-
-
-@dataclass(frozen=True)
-class StreamFactory:
-    """Builds the prior stream from the newest checkpoint of ``run_dir`` on; Ray Train calls it at every
-    (re)start of the worker group, so a recovered or resumed run gets fresh data, not the data it already saw."""
-
-    cfg: TrainConfig
-    run_dir: str
-
-    def __call__(self):
-        start = latest_checkpoint_step(self.run_dir)
-        layout = StreamLayout(self.cfg.micro_batch, self.cfg.accum_steps, self.cfg.num_workers, start,
-                              self.cfg.max_steps)
-        logger.info("prior stream from step %d (%d rows)", start, layout.n_rows)
-        return build_prior_stream(self.cfg.stream, self.cfg.seed, layout, self.cfg.model.max_categories)
 
 
 def absolute_tracking_uri(uri: str) -> str:
@@ -236,7 +218,3 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
     return PretrainResult(run_dir=run_dir, run_id=run_id, checkpoint=output, model_uri=info.model_uri,
                           metrics=meta["final_metrics"])
 
-
-def resume_config(storage_path: str, run_name: str, **changes: Any) -> TrainConfig:
-    """The saved config of a run with schedule ``changes`` applied (e.g. ``max_steps=...``)."""
-    return dataclasses.replace(load_run_config(storage_path, run_name), **changes)

@@ -23,15 +23,17 @@ import concurrent.futures
 import dataclasses
 import logging
 import multiprocessing
+import re
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterator
 
 import numpy as np
 
 from model.batching import collate
-from pipeline.config import MAX_TASKS_PER_STEP, StreamConfig
+from pipeline.config import MAX_TASKS_PER_STEP, StreamConfig, TrainConfig
 from priors import PriorConfig, PriorDataset, sample_dataset
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ logger = logging.getLogger(__name__)
 RUN_SEED_STRIDE = 2**40
 STEP_STRIDE = MAX_TASKS_PER_STEP
 VAL_SEED_BASE = 2**62
+STATE_FILE = "train_state.pt"
+CHECKPOINT_PREFIX = "checkpoint_step"
 ROW_KEYS = ("X", "row_mask", "col_mask", "cat_mask", "y", "n_clusters", "seed", "step", "rank", "accum_index")
 
 
@@ -65,14 +69,14 @@ def _bucket(lo: int, hi: int, n_buckets: int, rng: np.random.Generator) -> tuple
 def step_prior_config(stream: StreamConfig, run_seed: int, step: int) -> PriorConfig:
     """The prior of step ``step``: ``stream.prior`` narrowed to the step's N and D buckets (and curriculum)."""
     prior = stream.prior
-    n_max = prior.n_max
+    n_min, n_max = prior.n_rows
     if stream.curriculum_steps and stream.curriculum_n_start is not None:
         frac = min(1.0, step / stream.curriculum_steps)
-        n_max = int(round(stream.curriculum_n_start + frac * (prior.n_max - stream.curriculum_n_start)))
+        n_max = int(round(stream.curriculum_n_start + frac * (n_max - stream.curriculum_n_start)))
     rng = np.random.default_rng([run_seed, step, 0x5EED])
-    n_lo, n_hi = _bucket(prior.n_min, n_max, stream.size_buckets, rng)
-    d_lo, d_hi = _bucket(prior.d_min, prior.d_max, stream.size_buckets, rng)
-    return dataclasses.replace(prior, n_min=n_lo, n_max=n_hi, d_min=d_lo, d_max=d_hi)
+    n_rows = _bucket(n_min, n_max, stream.size_buckets, rng)
+    n_features = _bucket(*prior.n_features, stream.size_buckets, rng)
+    return dataclasses.replace(prior, n_rows=n_rows, n_features=n_features)
 
 
 def regenerate_task(stream: StreamConfig, run_seed: int, step: int, index: int) -> PriorDataset:
@@ -249,3 +253,34 @@ def iter_local_rows(stream: StreamConfig, run_seed: int, layout: StreamLayout, r
             pending.append(pool.submit(generate_row, stream, run_seed, layout, row, remap_categories))
         while pending:
             yield pending.popleft().result()
+
+
+def checkpoint_dir_name(step: int) -> str:
+    """Name of the checkpoint directory of ``step`` inside a run directory."""
+    return f"{CHECKPOINT_PREFIX}{step:09d}"
+
+
+def latest_checkpoint_step(run_dir: str | Path) -> int:
+    """Largest step among the checkpoint directories of ``run_dir`` that hold a training state (0 if none)."""
+    steps = [int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
+             if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()]
+    return max(steps, default=0)
+
+
+@dataclass(frozen=True)
+class StreamFactory:
+    """The training stream of a run, from the newest checkpoint in ``run_dir`` on.
+
+    Passed to ``TorchTrainer(datasets={"train": factory})``: Ray Train calls it at every (re)start of the worker
+    group, so a recovered or resumed run continues with the data of the steps it has not trained on yet.
+    """
+
+    cfg: TrainConfig
+    run_dir: str
+
+    def __call__(self):
+        start = latest_checkpoint_step(self.run_dir)
+        layout = StreamLayout(self.cfg.micro_batch, self.cfg.accum_steps, self.cfg.num_workers, start,
+                              self.cfg.max_steps)
+        logger.info("prior stream from step %d (%d rows)", start, layout.n_rows)
+        return build_prior_stream(self.cfg.stream, self.cfg.seed, layout, self.cfg.model.max_categories)

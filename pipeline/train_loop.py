@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +30,11 @@ from model.batching import to_torch
 from model.checkpoint import load_checkpoint
 from model.objective import compute_losses
 from pipeline.config import OptimConfig, TrainConfig, config_to_dict
+from pipeline.prior_stream import (CHECKPOINT_PREFIX, STATE_FILE, StreamLayout, checkpoint_dir_name,
+                                   iter_local_rows, latest_checkpoint_step, unpack_rows)
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "train_state.pt"
-CHECKPOINT_PREFIX = "checkpoint_step"
 FAULT_MARKER = "fault_injected"
 STATE_FORMAT = 1
 
@@ -115,24 +115,15 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
     return metrics
 
 
-def checkpoint_dir_name(step: int) -> str:
-    return f"{CHECKPOINT_PREFIX}{step:09d}"
-
-
-def latest_checkpoint_step(run_dir: str | Path) -> int:
-    """Largest step among the complete checkpoint directories of ``run_dir`` (0 when there is none)."""
-    steps = [int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
-             if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()]
-    return max(steps, default=0)
-
-
 def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,
                      cfg: TrainConfig, metadata: dict[str, Any]) -> Path:
     """Write model (unwrapped), optimizer, step and config to ``directory/train_state.pt`` (weights_only-safe)."""
     path = Path(directory) / STATE_FILE
+    tmp = path.with_name(f".{STATE_FILE}.tmp")
     torch.save({"format": STATE_FORMAT, "step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
                 "model_config": cfg.model.to_dict(), "train_config": config_to_dict(cfg),
-                "metadata": metadata}, path)
+                "metadata": metadata}, tmp)
+    os.replace(tmp, path)  # a crash never leaves a half-written state under the final name
     return path
 
 
@@ -293,8 +284,6 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         optimizer.load_state_dict(state["optimizer"])
     logger.info("rank %d/%d starts at step %d on %s", rank, world, start, device)
     shard = ray.train.get_dataset_shard("train")
-    from pipeline.prior_stream import unpack_rows
-
     rows = (r for b in shard.iter_batches(batch_size=None, prefetch_batches=cfg.stream.prefetch_batches)
             for r in unpack_rows(b))
     hooks = LoopHooks(fault_marker=run_dir / FAULT_MARKER)
@@ -353,7 +342,6 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
     -------
     LocalResult
     """
-    from pipeline.prior_stream import StreamLayout, iter_local_rows
     from pipeline.validation import Validator
 
     if cfg.num_workers != 1:

@@ -1,0 +1,84 @@
+"""Pretrain TabClustPFN on Ray: prior actors -> Ray Data stream -> Ray Train DDP, tracked in MLflow.
+
+    python jobs/pretrain.py --smoke                               # about a minute on a 2-core CPU
+    python jobs/pretrain.py --preset small --num-workers 2 --run-name small-1
+    python jobs/pretrain.py --resume small-1 --max-steps 4000     # continue it (same MLflow run)
+    ray job submit --working-dir . -- python jobs/pretrain.py --preset paper --use-gpu --num-workers 4 \\
+        --storage-path /shared/runs --tracking-uri http://mlflow:5000
+Under `ray job submit`, give absolute (shared) --storage-path/--tracking-uri: the job runs in a copy of the repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pipeline.config import apply_overrides, train_preset
+from pipeline.pretrain import RunOptions, load_run_config, pretrain
+from pipeline.ray_env import init_ray
+
+FLAGS = {  # flag: (TrainConfig field, type, help); unset flags keep the preset's (or the resumed run's) value
+    "max_steps": ("max_steps", int, "optimisation steps"),
+    "batch_size": ("global_batch", int, "tasks per step = micro-batch x accumulation x workers"),
+    "micro_batch": ("micro_batch", int, "tasks per forward pass on a worker"),
+    "num_workers": ("num_workers", int, "Ray Train workers (DDP: gloo on CPU, NCCL on GPU)"),
+    "seed": ("seed", int, "run seed: initial weights and every prior task's seed"),
+    "prior": ("stream.kind", str, "prior: gmm, zeus or mix"),
+    "lr": ("optim.lr", float, "peak learning rate"),
+    "warmup_steps": ("optim.warmup_steps", int, "linear warm-up steps before the cosine decay"),
+    "checkpoint_every": ("checkpoint_every", int, "steps between checkpoints"),
+    "val_every": ("val_every", int, "steps between validations on the held-out synthetic set"),
+    "init_checkpoint": ("init_checkpoint", str, "start from these weights (model-format file), fresh optimizer"),
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=["small", "paper", "tiny"],
+                   help="model and schedule preset (default: small; tiny with --smoke)")
+    for flag, (_, typ, text) in FLAGS.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", type=typ, help=f"{text} (default: from the preset)")
+    p.add_argument("--use-gpu", action="store_true", help="one GPU per worker, bf16 autocast")
+    p.add_argument("--smoke", action="store_true", help="a tiny run of about a minute (checks, CI)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any TrainConfig field, e.g. --set stream.prior.n_max=300 --set objective.pin_loss=soft_nmi")
+    p.add_argument("--run-name", help="run directory under --storage-path (default: pretrain-<date>-<time>)")
+    p.add_argument("--resume", metavar="RUN_NAME", help="continue this run and its MLflow run from its newest "
+                   "checkpoint (the saved config; flags may change the schedule)")
+    p.add_argument("--storage-path", default="runs", help="directory of the runs (default: %(default)s)")
+    p.add_argument("--output", help="final model checkpoint file (default: <run dir>/model.pt)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
+    p.add_argument("--register-as", default="tabclustpfn", help="MLflow registered model name (default: %(default)s)")
+    p.add_argument("--local", action="store_true", help="train in this process without Ray (same step code)")
+    p.add_argument("--address", help="Ray cluster address (default: the job's cluster, else a local Ray)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    given = {field: getattr(args, flag) for flag, (field, _, _) in FLAGS.items() if getattr(args, flag) is not None}
+    if args.use_gpu:
+        given["use_gpu"] = True
+    try:
+        base = (load_run_config(args.storage_path, args.resume) if args.resume
+                else train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke))
+        cfg = apply_overrides(apply_overrides(base, given), args.set)
+        options = RunOptions(storage_path=args.storage_path, run_name=args.resume or args.run_name,
+                             resume=bool(args.resume), tracking_uri=args.tracking_uri, output=args.output,
+                             registered_model_name=args.register_as, backend="local" if args.local else "ray",
+                             progress_interval_s=10.0 if args.smoke else 30.0)
+        if not args.local:
+            init_ray(args.address)
+        result = pretrain(cfg, options)
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"model checkpoint: {result.checkpoint}\nMLflow run: {result.run_id}  model: {result.model_uri}")
+    print("final: " + "  ".join(f"{k} {v:.4g}" for k, v in sorted(result.metrics.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The shared train step and the single-process loop: schedule, accumulation, checkpoints and exact resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from model.batching import collate, to_torch
+from pipeline.config import OptimConfig, TrainConfig, train_preset
+from pipeline.prior_stream import StreamLayout, generate_row, iter_local_rows, regenerate_task
+from pipeline.train_loop import (
+    InjectedFault,
+    build_model,
+    build_optimizer,
+    load_train_state,
+    lr_at,
+    run_local,
+    train_step,
+)
+
+CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=2,
+                          val_every=2)
+
+
+def test_lr_warms_up_linearly_then_decays_by_cosine_to_the_floor():
+    optim = OptimConfig(lr=1e-3, warmup_steps=10, min_lr_ratio=0.1)
+    lrs = [lr_at(s, optim, 110) for s in range(110)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[4] == pytest.approx(5e-4) and lrs[9] == pytest.approx(1e-3)
+    assert lrs[10] == pytest.approx(1e-3)
+    assert lrs[60] == pytest.approx(1e-4 + 0.9e-3 * 0.5)  # half way through the cosine
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:]))
+    assert lr_at(110, optim, 110) == pytest.approx(1e-4)
+
+
+def test_model_init_depends_on_the_seed_only():
+    a, b = build_model(CFG), build_model(CFG)
+    c = build_model(dataclasses.replace(CFG, seed=1))
+    assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
+    assert not all(torch.equal(a.state_dict()[k], c.state_dict()[k]) for k in a.state_dict())
+
+
+def test_accumulating_two_micro_batches_equals_one_batch_of_both():
+    cfg = dataclasses.replace(CFG, global_batch=4, micro_batch=2)
+    tasks = [regenerate_task(cfg.stream, 0, 0, i) for i in range(4)]
+    nets = [build_model(cfg) for _ in range(2)]
+    opts = [build_optimizer(n, cfg.optim) for n in nets]
+    halves = [to_torch(collate(tasks[:2])), to_torch(collate(tasks[2:]))]
+    m_acc = train_step(nets[0], opts[0], halves, 0, cfg, torch.device("cpu"))
+    m_one = train_step(nets[1], opts[1], [to_torch(collate(tasks))], 0, cfg, torch.device("cpu"))
+    assert m_acc["pin_loss"] == pytest.approx(m_one["pin_loss"], rel=1e-5)
+    assert m_acc["grad_norm"] == pytest.approx(m_one["grad_norm"], rel=1e-4)
+    for (name, p), q in zip(nets[0].named_parameters(), nets[1].parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_local_rows_match_the_stream_layout():
+    layout = StreamLayout(2, 2, 1, 3, 5)
+    rows = list(iter_local_rows(CFG.stream, CFG.seed, layout))
+    assert [(int(r["step"]), int(r["accum_index"])) for r in rows] == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    assert (rows[1]["seed"] == generate_row(CFG.stream, CFG.seed, layout, 1)["seed"]).all()
+
+
+def test_run_local_logs_every_step_and_keeps_the_newest_two_checkpoints(tmp_path):
+    logged = []
+    result = run_local(CFG, run_dir=tmp_path, log=lambda step, m: logged.append((step, m)))
+    assert [s for s, _ in logged] == [1, 2, 3, 4]
+    assert {"pin_loss", "soft_ari", "cin_loss", "k_acc", "lr", "tasks_per_s", "data_wait_fraction"} <= set(logged[0][1])
+    assert {"val_ari", "val_nmi", "val_k_mae", "val_ari_known_k"} <= set(logged[1][1])
+    assert "val_ari" not in logged[0][1]
+    assert sorted(p.name for p in tmp_path.glob("checkpoint_step*")) == ["checkpoint_step000000002",
+                                                                         "checkpoint_step000000004"]
+    state = load_train_state(tmp_path / "checkpoint_step000000004")
+    assert state["step"] == 4
+    assert result.step == 4
+
+
+def test_a_crashed_local_run_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
+    cfg = dataclasses.replace(CFG, val_tasks=0)
+    straight = run_local(cfg, run_dir=tmp_path / "straight").net
+    faulty = dataclasses.replace(cfg, fault_step=4)
+    with pytest.raises(InjectedFault):
+        run_local(faulty, run_dir=tmp_path / "faulty")
+    resumed = run_local(faulty, run_dir=tmp_path / "faulty")
+    state = load_train_state(tmp_path / "faulty" / "checkpoint_step000000004")
+    assert state["metadata"]["attempt_start_step"] == 2
+    assert {int(s["step"]) for s in state["optimizer"]["state"].values()} == {4}  # AdamW continued, not restarted
+    for (name, p), q in zip(straight.named_parameters(), resumed.net.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_bad_batch_split_is_refused_with_a_clear_message():
+    with pytest.raises(ValueError, match="multiple of micro_batch"):
+        TrainConfig(global_batch=10, micro_batch=4)
