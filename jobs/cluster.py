@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)
         summary = run_batch(cfg)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     shown = summary.drop(columns=["path", "k_posterior"]).astype(object).where(summary.notna(), "")

@@ -324,14 +324,22 @@ class TableClusterer:
                              max_columns=self._max_columns)
 
 
-def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result) -> None:
-    """Feed the tables to a pool of actors, one table in flight per actor, replacing any actor that dies."""
+def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result) -> float:
+    """Feed the tables to a pool of actors, one table in flight per actor, replacing any actor that dies.
+
+    Returns the seconds spent starting the actors (each loads the model).
+    """
     import ray
 
+    start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns)
     actors = [actor_cls.remote(*args) for _ in range(num_workers)]
-    ray.get([a.ready.remote() for a in actors])  # a checkpoint that fails to load stops the job here
+    try:
+        ray.get([a.ready.remote() for a in actors])
+    except ray.exceptions.RayActorError as exc:
+        raise RuntimeError(f"the Ray workers could not load the model: {exc}") from None
+    startup = time.perf_counter() - start
     idle, queue, pending = list(actors), deque(jobs), {}
     while queue or pending:
         while queue and idle:
@@ -351,6 +359,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
             row, out = _failed_row(name, path, f"unexpected error: {exc.cause!r}", 0.0), None
             idle.append(actor)
         on_result(row, out)
+    return startup
 
 
 def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
@@ -359,7 +368,9 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The summary (also written to ``output_dir/summary.csv``), one row per table in input order.
+        The summary (also written to ``output_dir/summary.csv``), one row per table in input order. Its
+        ``attrs`` hold ``num_workers``, ``startup_seconds`` (starting the actors, loading the model) and
+        ``clustering_seconds`` (from the first table sent to the last result).
     """
     from tqdm.auto import tqdm
 
@@ -372,7 +383,7 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     cfg = dataclasses.replace(cfg, inputs=tuple(inputs), label_column=label_column)
     paths = discover_tables(cfg.inputs)
     names = table_names(paths)
-    check_checkpoint(cfg.checkpoint)
+    check_checkpoint(cfg.checkpoint, cfg.n_clusters)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -391,15 +402,16 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
             rows[row["table"]] = row
             bar.update(1)
 
-        _run_on_actors(cfg, list(zip(paths, names)), num_workers, on_result)
-    elapsed = time.perf_counter() - start
+        startup = _run_on_actors(cfg, list(zip(paths, names)), num_workers, on_result)
     summary = pd.DataFrame([rows[n] for n in names], columns=SUMMARY_COLUMNS)
+    summary.attrs = {"num_workers": num_workers, "startup_seconds": startup,
+                     "clustering_seconds": time.perf_counter() - start - startup}
     summary.to_csv(out_dir / "summary.csv", index=False)
-    _log_mlflow(cfg, summary, out_dir / "summary.csv", elapsed, num_workers)
+    _log_mlflow(cfg, summary, out_dir / "summary.csv")
     return summary
 
 
-def check_checkpoint(checkpoint: str | None) -> Path:
+def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None) -> Path:
     """Resolve the checkpoint (given, or the shipped one) and load it once, before any Ray work starts.
 
     Raises
@@ -407,7 +419,8 @@ def check_checkpoint(checkpoint: str | None) -> Path:
     FileNotFoundError
         The file does not exist.
     ValueError
-        The file is not a usable checkpoint (``model.checkpoint.CheckpointError``), with the reason.
+        The file is not a usable checkpoint (``model.checkpoint.CheckpointError``), or ``n_clusters`` is outside
+        the checkpoint's 2..K_max.
     """
     from model.checkpoint import load_checkpoint
     from model.estimator import default_checkpoint_path
@@ -417,7 +430,10 @@ def check_checkpoint(checkpoint: str | None) -> Path:
         where = "checkpoint" if checkpoint is not None else "shipped checkpoint"
         raise FileNotFoundError(f"{where} not found: {path}; pass --checkpoint PATH (a file written by "
                                 "model.checkpoint.save_checkpoint, e.g. by jobs/pretrain.py)")
-    load_checkpoint(path)
+    net, _ = load_checkpoint(path)
+    if n_clusters is not None and not 2 <= n_clusters <= net.cfg.k_max:
+        raise ValueError(f"n_clusters={n_clusters} is outside 2..{net.cfg.k_max} (K_max of the checkpoint); "
+                         "leave it out to let the model choose K")
     return path
 
 
@@ -439,8 +455,7 @@ def _metric_key(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "_-. /" else "_" for ch in name)
 
 
-def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path, elapsed: float,
-                num_workers: int) -> None:
+def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path) -> None:
     """One MLflow run: the settings, per-table metrics, totals and ``summary.csv`` as an artifact."""
     import mlflow
 
@@ -451,9 +466,12 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
     with mlflow.start_run(run_name="batch-cluster"):
         mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
                            "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
-                           "seed": cfg.seed, "num_workers": num_workers, "max_columns": cfg.max_columns})
+                           "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
+                           "max_columns": cfg.max_columns})
+        busy = summary.attrs["clustering_seconds"]
         metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
-                   "wall_seconds": elapsed, "tables_per_minute": 60.0 * len(summary) / max(elapsed, 1e-9)}
+                   "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,
+                   "tables_per_minute": 60.0 * len(summary) / max(busy, 1e-9)}
         for row in ok.itertuples():
             key = _metric_key(row.table)
             metrics[f"{key}.n_clusters"] = float(row.n_clusters)

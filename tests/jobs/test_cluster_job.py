@@ -98,3 +98,16 @@ def test_no_input_clusters_the_demo_tables_as_a_script(tmp_path, tiny_checkpoint
     assert (summary["status"] == "ok").all() and summary["ari"].notna().all()  # scored against 'target'
     assert "target" in pd.read_parquet(tmp_path / "out" / "customers.parquet").columns
     assert f"{len(demo)} of {len(demo)} tables clustered" in proc.stdout
+
+
+def test_unusable_checkpoint_or_k_fails_before_any_table(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
+    good = tmp_path / "in"
+    good.mkdir()
+    _good_table(good / "one.csv")
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    assert job.main(_args(tmp_path, str(broken), tracking_uri, good)) == 1
+    assert "broken.pt" in capsys.readouterr().err
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "11"]) == 1
+    assert "n_clusters=11 is outside 2..10" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "summary.csv").exists()

@@ -167,6 +167,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
         assert len(out) == 60 and out["cluster"].between(0, k - 1).all()
         np.testing.assert_allclose(out[[f"prob_{j}" for j in range(k)]].sum(axis=1), 1.0, atol=1e-4)
     assert summary.set_index("table").loc[["good", "mixed"], "ari"].notna().all()
+    assert summary.attrs["num_workers"] == 2 and summary.attrs["clustering_seconds"] > 0
 
     client = mlflow.MlflowClient(tracking_uri)
     runs = client.search_runs([client.get_experiment_by_name("cluster").experiment_id])
