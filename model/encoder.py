@@ -45,7 +45,7 @@ class ColumnEmbedding(nn.Module):
 class RowInteraction(nn.Module):
     """Self-attention over the D cells of each row plus n_cls CLS tokens; the CLS outputs form the row vector.
 
-    A learned per-column identity embedding lets the row tell its features apart (the role of TabICL's rotary
+    A learned per-column gain and offset let the row tell its features apart (the role of TabICL's rotary
     encoding); training sees randomly permuted features, so no column order is favoured.
     """
 
@@ -53,6 +53,9 @@ class RowInteraction(nn.Module):
         super().__init__()
         e = cfg.col_dim
         self.n_cls = cfg.n_cls
+        # Per-column gain and offset: without a column-specific gain, attention's weighted sum of cells would mix
+        # every column's value along one shared direction and lose which feature carried which value.
+        self.column_gain = nn.Parameter(torch.randn(cfg.max_features, e))
         self.column_id = nn.Parameter(torch.randn(cfg.max_features, e) * 0.1)
         self.cls = nn.Parameter(torch.randn(cfg.n_cls, e) * e**-0.5)
         self.blocks = nn.ModuleList(MAB(e, cfg.row_heads, cfg.ff_factor) for _ in range(cfg.row_blocks))
@@ -63,7 +66,7 @@ class RowInteraction(nn.Module):
         b, n, d, e = cells.shape
         if d > self.column_id.shape[0]:
             raise ValueError(f"the encoder takes at most {self.column_id.shape[0]} features, got {d}")
-        tokens = cells + self.column_id[:d]
+        tokens = cells * (1 + self.column_gain[:d]) + self.column_id[:d]
         tokens = torch.cat([self.cls.expand(b, n, -1, -1), tokens], dim=2).reshape(b * n, self.n_cls + d, e)
         keys = torch.cat([col_mask.new_ones(b, self.n_cls), col_mask], dim=1)  # (B, n_cls+D)
         keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
