@@ -1,0 +1,88 @@
+"""jobs/evaluate.py: the quick mode end to end (synthetic suite + a data folder + calibration), and refusals."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def job():
+    spec = importlib.util.spec_from_file_location("evaluate_job", REPO / "jobs" / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    import torch
+
+    from model import ModelConfig, TabClustNet
+    from model.checkpoint import save_checkpoint
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
+    return str(path)
+
+
+def test_help_lists_the_methods(job, capsys):
+    with pytest.raises(SystemExit):
+        job.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "TabClustPFN*" in text and "KMeans+" in text and "--calibration-size" in text
+
+
+def test_unknown_method_and_missing_folder_exit_1(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
+    common = ["--checkpoint", tiny_checkpoint, "--output", str(tmp_path / "out"), "--tracking-uri", tracking_uri]
+    assert job.main(["--suite", "synthetic", "--methods", "KMeans", *common]) == 1
+    assert "unknown method" in capsys.readouterr().err
+    assert job.main(["--data", str(tmp_path / "nowhere"), "--methods", "KMeans*", *common]) == 1
+    assert "benchmark folder not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_quick_mode_end_to_end(ray_local, job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
+    import mlflow
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(1)
+    y = np.arange(80) % 2
+    pd.DataFrame(rng.normal(size=(80, 2)) + 3.0 * y[:, None], columns=["u", "v"]).assign(target=y).to_parquet(
+        data / "mine.parquet")
+    out = tmp_path / "out"
+    code = job.main(["--quick", "--suite", "synthetic", "--data", str(data), "--checkpoint", tiny_checkpoint,
+                     "--calibration-size", "6", "--output", str(out), "--tracking-uri", tracking_uri,
+                     "--num-workers", "2", "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "# TabClustPFN evaluation" in printed and "Suite `synthetic`" in printed and "Suite `data`" in printed
+
+    results = pd.read_csv(out / "results.csv")
+    quick = ["TabClustPFN*", "TabClustPFN", "KMeans*", "KMeans+", "GMM*", "DBSCAN"]
+    assert sorted(results["method"].unique()) == sorted(quick)
+    assert results.groupby("suite")["dataset"].nunique().to_dict() == {"synthetic": 4, "data": 1}
+    assert len(results) == 5 * len(quick)
+    synth = pd.read_csv(out / "datasets.csv").set_index("dataset")
+    assert synth.loc[["gmm_00", "gmm_01"], "bayes_ari"].notna().all()  # the oracle ceiling on GMM datasets
+    assert synth.loc["gmm_00", "n_rows"] == 511 and synth.loc["gmm_00", "k_true"] == 8  # paper Tab. 6, ID 0
+
+    calib = pd.read_csv(out / "calibration.csv")
+    assert list(calib["alpha"]) == [0.8, 0.85, 0.9, 0.95, 0.99]
+    assert (calib["n_datasets"] + calib["n_failed"] == 6).all()
+    assert calib["coverage"].is_monotonic_increasing  # nested sets: coverage cannot drop as alpha grows
+    text = (out / "results.md").read_text()
+    assert "Bayes-oracle ARI" in text and "Calibration of the CIN posterior" in text
+    assert (out / "calibration.png").is_file() and (out / "synthetic_auto_cd.png").is_file()
+
+    client = mlflow.MlflowClient(tracking_uri)
+    [run] = client.search_runs([client.get_experiment_by_name("evaluation").experiment_id])
+    assert "calibration.coverage_0.9" in run.data.metrics and run.data.params["quick"] == "True"
