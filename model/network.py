@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import nn
@@ -24,10 +25,11 @@ class InferenceOutput:
 
 @dataclass
 class TrainOutput:
-    """logits: (B, N, K_max) at the true K (-inf beyond it); k_logits: (B, K_max-1); eta: ordinal logits or None."""
+    """logits: (B, N, K_max) at the true K (-inf beyond it); k_logits: (B, K_max-1) or None when CIN did not run;
+    eta: ordinal logits or None."""
 
     logits: torch.Tensor
-    k_logits: torch.Tensor
+    k_logits: torch.Tensor | None
     eta: torch.Tensor | None = None
 
 
@@ -88,17 +90,33 @@ class TabClustNet(nn.Module):
         k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
         return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta)
 
-    def forward(self, X, row_mask, col_mask, cat_mask, ctx_mask=None, n_clusters=None, detach_cin: bool = True):
+    def forward(self, X, row_mask, col_mask, cat_mask, ctx_mask=None, n_clusters=None, detach_cin: bool = True,
+                heads: Literal["both", "pin", "cin"] = "both"):
         """Inference (``n_clusters`` None) -> :class:`InferenceOutput`; training -> :class:`TrainOutput`.
 
         In training mode PIN runs at the true K with gradients, and CIN reads PIN's partitions for every K; with
         ``detach_cin`` (the paper's decoupled optimisation) those partitions are computed without a graph, so CIN's
-        loss cannot reach PIN. Training goes through ``forward`` so that DistributedDataParallel sees the call.
+        loss cannot reach PIN. ``heads`` trains only one part: ``"pin"`` skips the K_max-1 candidate passes
+        (most of a step's cost), ``"cin"`` runs PIN without a graph and trains CIN alone on its partitions.
+        Training goes through ``forward`` so that DistributedDataParallel sees the call.
         """
         if n_clusters is None:
             return self.infer(X, row_mask, col_mask, cat_mask, ctx_mask)
+        if heads not in ("both", "pin", "cin"):
+            raise ValueError(f"heads must be 'both', 'pin' or 'cin', got {heads!r}")
+        if heads == "cin":
+            with torch.no_grad():
+                R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
+                probs = self.all_partitions(R, row_mask, ctx_mask)
+            k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
+            idx = (n_clusters - 2).view(-1, 1, 1, 1).expand(-1, 1, *probs.shape[2:])
+            true_k = probs.gather(1, idx).squeeze(1)  # (B, N, K_max) at the true K
+            logits = torch.log(true_k.clamp(min=1e-30)).masked_fill(true_k == 0, float("-inf"))
+            return TrainOutput(logits=logits, k_logits=k_logits, eta=eta)
         R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
         logits = self.partition_logits(R, row_mask, n_clusters, ctx_mask)
+        if heads == "pin":
+            return TrainOutput(logits=logits, k_logits=None, eta=None)
         if detach_cin:
             with torch.no_grad():
                 probs = self.all_partitions(R.detach(), row_mask, ctx_mask)

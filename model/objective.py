@@ -21,20 +21,36 @@ class ObjectiveConfig:
     the same for every cluster there), so from random initialisation the first steps use Matching+CE, which
     breaks the symmetry at once; then the chosen ``pin_loss`` takes over. 0 disables the warm-up.
     The CIN loss follows the network's CIN head: cross-entropy (categorical) or ordinal.
+
+    ``pin_weight``/``cin_weight`` of 0 switch a part off entirely, which saves compute under the decoupled scheme:
+    with ``cin_weight=0`` the K_max-1 candidate passes are skipped; with ``pin_weight=0`` PIN runs without a graph
+    and only CIN learns (e.g. a final phase that fits CIN to the finished PIN).
     """
 
     pin_loss: PinLoss = "soft_ari"
     coupling: Literal["decoupled", "additive"] = "decoupled"
     warmup_matching_steps: int = 400
     cin_weight: float = 1.0
+    pin_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.pin_loss not in ("soft_ari", "soft_nmi", "matching_ce", "matching_softacc"):
             raise ValueError(f"unknown pin_loss {self.pin_loss!r}")
         if self.coupling not in ("decoupled", "additive"):
             raise ValueError(f"unknown coupling {self.coupling!r}: use 'decoupled' or 'additive'")
-        if self.warmup_matching_steps < 0 or self.cin_weight < 0:
-            raise ValueError("warmup_matching_steps and cin_weight must be >= 0")
+        if self.warmup_matching_steps < 0 or self.cin_weight < 0 or self.pin_weight < 0:
+            raise ValueError("warmup_matching_steps, cin_weight and pin_weight must be >= 0")
+        if self.cin_weight == 0 and self.pin_weight == 0:
+            raise ValueError("pin_weight and cin_weight cannot both be 0: nothing would be trained")
+        if self.coupling == "additive" and (self.cin_weight == 0 or self.pin_weight == 0):
+            raise ValueError("the additive coupling trains PIN and CIN together: both weights must be > 0")
+
+    @property
+    def heads(self) -> str:
+        """Which parts a step trains: 'both', 'pin' or 'cin'."""
+        if self.cin_weight == 0:
+            return "pin"
+        return "cin" if self.pin_weight == 0 else "both"
 
 
 def pin_loss_value(name: PinLoss, logits: torch.Tensor, labels: torch.Tensor, row_mask: torch.Tensor):
@@ -54,23 +70,28 @@ def compute_losses(net: nn.Module, batch: dict[str, torch.Tensor], objective: Ob
 
     ``net`` may be a TabClustNet or a DistributedDataParallel wrapper of one.
     """
+    heads = objective.heads
     out = net(batch["X"], batch["row_mask"], batch["col_mask"], batch["cat_mask"],
-              n_clusters=batch["n_clusters"], detach_cin=objective.coupling == "decoupled")
+              n_clusters=batch["n_clusters"], detach_cin=objective.coupling == "decoupled", heads=heads)
     labels, row_mask, k_true = batch["y"], batch["row_mask"], batch["n_clusters"]
-    name = objective.pin_loss
-    if step < objective.warmup_matching_steps and name in ("soft_ari", "soft_nmi"):
-        name = "matching_ce"
-    pin = pin_loss_value(name, out.logits.float(), labels, row_mask)
-    if out.eta is not None:
-        cin = losses.cin_ordinal_loss(out.eta.float(), k_true)
-    else:
-        cin = losses.cin_ce_loss(out.k_logits.float(), k_true)
+    zero = out.logits.new_zeros(())
+    pin = cin = zero
+    if heads != "cin":
+        name = objective.pin_loss
+        if step < objective.warmup_matching_steps and name in ("soft_ari", "soft_nmi"):
+            name = "matching_ce"
+        pin = pin_loss_value(name, out.logits.float(), labels, row_mask)
+    if heads != "pin":
+        if out.eta is not None:
+            cin = losses.cin_ordinal_loss(out.eta.float(), k_true)
+        else:
+            cin = losses.cin_ce_loss(out.k_logits.float(), k_true)
     with torch.no_grad():
         probs = torch.softmax(out.logits.float(), dim=-1)
         ari = losses.soft_ari(probs, labels, row_mask).mean()
-        k_acc = (out.k_logits.argmax(-1) + 2 == k_true).float().mean()
+        k_acc = (out.k_logits.argmax(-1) + 2 == k_true).float().mean() if out.k_logits is not None else zero
     return {
-        "loss": pin + objective.cin_weight * cin,
+        "loss": objective.pin_weight * pin + objective.cin_weight * cin,
         "pin_loss": pin.detach(),
         "cin_loss": cin.detach(),
         "soft_ari": ari,

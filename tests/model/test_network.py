@@ -145,3 +145,21 @@ def test_config_round_trip_and_refusals():
     with pytest.raises(ValueError, match="decoder"):
         dataclasses.replace(cfg, decoder="mlp")
     assert ModelConfig.preset("paper").d_model == 512
+
+
+@pytest.mark.parametrize("pin_weight,cin_weight,trained", [(1.0, 0.0, "pin"), (0.0, 1.0, "cin")])
+def test_single_head_phases_train_only_their_part(pin_weight, cin_weight, trained):
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny"))
+    objective = ObjectiveConfig(pin_weight=pin_weight, cin_weight=cin_weight, warmup_matching_steps=0)
+    assert objective.heads == trained
+    compute_losses(net, _train_batch(), objective, step=1)["loss"].backward()
+    has = {n: p.grad is not None and bool(p.grad.abs().sum() > 0) for n, p in net.named_parameters()}
+    cin_trained = any(v for n, v in has.items() if n.startswith("cin."))
+    pin_trained = any(v for n, v in has.items() if not n.startswith("cin."))
+    assert (pin_trained, cin_trained) == (trained == "pin", trained == "cin")
+
+
+def test_objective_refuses_to_train_nothing():
+    with pytest.raises(ValueError, match="cannot both be 0"):
+        ObjectiveConfig(pin_weight=0.0, cin_weight=0.0)
