@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from priors.config import GMMConfig, PriorConfig, ZeusConfig
 from priors.overlap import pairwise_overlap
-from priors.sample import PriorDataset, TaskSpec, sample_dataset, sample_task_spec
+from priors.sample import PriorDataset, TaskSpec, sample_dataset, sample_task_spec, spec_for_seed
 
 __all__ = [
     "GMMConfig",
@@ -32,4 +32,5 @@ __all__ = [
     "pairwise_overlap",
     "sample_dataset",
     "sample_task_spec",
+    "spec_for_seed",
 ]

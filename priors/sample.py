@@ -15,7 +15,7 @@ from priors.zeus import sample_zeus
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PriorDataset", "TaskSpec", "sample_task_spec", "sample_dataset"]
+__all__ = ["PriorDataset", "TaskSpec", "sample_task_spec", "spec_for_seed", "sample_dataset"]
 
 Kind = Literal["mix", "gmm", "zeus"]
 _MAX_ATTEMPTS = 20  # redraws of a dataset that came out invalid (NaN, inf or a constant column)
@@ -76,6 +76,25 @@ def sample_task_spec(rng: np.random.Generator, config: PriorConfig) -> TaskSpec:
     return TaskSpec(n_rows, n_features, n_clusters, mechanism)
 
 
+def _check(seed: int, kind: str, config: PriorConfig | None) -> PriorConfig:
+    """Validate the arguments of sample_dataset; returns the effective config (p_gmm forced by kind)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if kind not in ("mix", "gmm", "zeus"):
+        raise ValueError(f"kind must be 'mix', 'gmm' or 'zeus', got {kind!r}")
+    config = PriorConfig() if config is None else config
+    if not isinstance(config, PriorConfig):
+        raise TypeError(f"config must be a PriorConfig, got {type(config).__name__}")
+    return config if kind == "mix" else replace(config, p_gmm=1.0 if kind == "gmm" else 0.0)
+
+
+def spec_for_seed(seed: int, kind: Kind = "mix", config: PriorConfig | None = None) -> TaskSpec:
+    """The N, D, K and mechanism that :func:`sample_dataset` uses for this seed, without generating data."""
+    config = _check(seed, kind, config)
+    spec_seq, _ = np.random.SeedSequence(int(seed)).spawn(2)
+    return sample_task_spec(np.random.default_rng(spec_seq), config)
+
+
 def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = None) -> PriorDataset:
     """Generate the synthetic dataset of one seed.
 
@@ -99,18 +118,9 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
     >>> ds.X.dtype, ds.X.shape[0] == ds.y.shape[0], ds.meta["mechanism"]
     (dtype('float32'), True, 'gmm')
     """
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if kind not in ("mix", "gmm", "zeus"):
-        raise ValueError(f"kind must be 'mix', 'gmm' or 'zeus', got {kind!r}")
-    config = PriorConfig() if config is None else config
-    if not isinstance(config, PriorConfig):
-        raise TypeError(f"config must be a PriorConfig, got {type(config).__name__}")
-    if kind != "mix":
-        config = replace(config, p_gmm=1.0 if kind == "gmm" else 0.0)
-    spec_seq, data_seq = np.random.SeedSequence(int(seed)).spawn(2)
-    spec = sample_task_spec(np.random.default_rng(spec_seq), config)
-    rng = np.random.default_rng(data_seq)
+    config = _check(seed, kind, config)
+    spec = spec_for_seed(seed, "mix", config)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(2)[1])
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:
             return _assemble(rng, spec, config, int(seed))
