@@ -1,0 +1,152 @@
+"""End to end: `ray job submit` a smoke pretraining to a real local Ray head, then check MLflow and the model."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", PYTHONPATH=str(REPO))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this venv's
+    return env
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process we can read (Linux /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            out[int(entry.name)] = (ppid, cmdline)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (not exited, not a zombie waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _stop_head(temp_dir: str) -> None:
+    """Stop only this head: the processes whose command line names its private temp dir, and their children."""
+    procs = _processes()
+    targets = {pid for pid, (_, cmd) in procs.items() if temp_dir in cmd and pid != os.getpid()}
+    grew = True
+    while grew:
+        children = {pid for pid, (ppid, _) in procs.items() if ppid in targets} - targets
+        grew, targets = bool(children), targets | children
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        for pid in targets:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + wait
+        while time.time() < deadline and any(_alive(pid) for pid in targets):
+            time.sleep(0.2)
+        targets = {pid for pid in targets if _alive(pid)}
+        if not targets:
+            return
+
+
+@pytest.fixture()
+def ray_head():
+    """A Ray head on 127.0.0.1 with a dashboard (job server) on free ports and a private temp dir."""
+    temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")  # short: Ray's socket paths have a length limit
+    gcs, dash, client, agent, agent_grpc, metrics, rt_env = _free_ports(7)
+    cmd = [RAY, "start", "--head", "--port", str(gcs), "--node-ip-address", "127.0.0.1", "--num-cpus", "4",
+           "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+           "--ray-client-server-port", str(client), "--dashboard-agent-listen-port", str(agent),
+           "--dashboard-agent-grpc-port", str(agent_grpc), "--metrics-export-port", str(metrics),
+           "--runtime-env-agent-port", str(rt_env), "--temp-dir", temp_dir, "--disable-usage-stats"]
+    try:
+        started = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield f"http://127.0.0.1:{dash}"
+    finally:
+        _stop_head(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_cli_help_documents_every_option():
+    out = subprocess.run([sys.executable, "jobs/pretrain.py", "--help"], cwd=REPO, env=_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for flag in ("--preset", "--max-steps", "--batch-size", "--num-workers", "--use-gpu", "--prior", "--resume",
+                 "--seed", "--smoke", "--tracking-uri", "--storage-path", "--output", "--init-checkpoint", "--lr",
+                 "--warmup-steps", "--checkpoint-every", "--val-every"):
+        assert flag in out.stdout, flag
+
+
+@pytest.mark.slow
+def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, tmp_path):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from model import TabClustPFN
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    job_id = f"pretrain-e2e-{os.getpid()}-{int(time.time())}"
+    submit = [RAY, "job", "submit", "--address", ray_head, "--submission-id", job_id, "--working-dir", str(REPO), "--",
+              "python", "jobs/pretrain.py", "--smoke", "--run-name", "e2e", "--storage-path", str(tmp_path / "runs"),
+              "--tracking-uri", uri, "--output", str(tmp_path / "model.pt")]
+    job = subprocess.run(submit, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+    status = subprocess.run([RAY, "job", "status", "--address", ray_head, job_id], env=_env(), capture_output=True,
+                            text=True, timeout=120)
+    assert job.returncode == 0 and f"job '{job_id}' succeeded" in status.stdout.lower(), job.stdout[-4000:]
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("tabclustpfn")
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.info.status == "FINISHED" and run.info.run_name == "e2e"
+    assert run.data.params["max_steps"] == "8" and run.data.params["model.col_dim"] == "8"
+    assert run.data.params["stream.kind"] == "mix" and "optim.lr" in run.data.params
+    for key in ("pin_loss", "soft_ari", "cin_loss", "k_acc", "lr", "tasks_per_s", "data_wait_fraction"):
+        assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == list(range(1, 9)), key
+    for key in ("val_ari", "val_nmi", "val_k_mae", "val_ari_known_k"):
+        assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [4, 8], key
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(np.concatenate([rng.normal(-3, 1, (40, 3)), rng.normal(3, 1, (40, 3))]),
+                         columns=["a", "b", "c"])
+    mlflow.set_tracking_uri(uri)
+    (version,) = client.search_model_versions("name='tabclustpfn'")
+    assert version.run_id == run.info.run_id
+    labels = mlflow.pyfunc.load_model(f"models:/tabclustpfn/{version.version}").predict(table)
+    assert np.asarray(labels).shape == (80,)
+    fixed = mlflow.pyfunc.load_model(f"models:/tabclustpfn/{version.version}").predict(table, params={"n_clusters": 3})
+    assert len(np.unique(fixed)) <= 3
+
+    estimator = TabClustPFN(n_clusters=2, checkpoint=tmp_path / "model.pt").fit(table.to_numpy())
+    assert estimator.labels_.shape == (80,)
