@@ -36,6 +36,11 @@ _U_GRID.setflags(write=False)
 _U_NEAR = 1.0 - np.geomspace(1e-12, 0.5, 8)  # ... plus points approaching a pole of the CGF
 _U_NEAR.setflags(write=False)
 
+_T_NEAR = np.geomspace(0.25, 2e3, 14)  # truncation-point grid in 1/sd units, most forms end here ...
+_T_NEAR.setflags(write=False)
+_T_FAR = np.geomspace(2e3 * 1.9, 1e12, 16)  # ... slowly decaying ones here
+_T_FAR.setflags(write=False)
+
 _SETTLED = 1e-14  # a Chernoff bound below this settles the probability as exactly 0 or 1
 _GEOM_RATIO = 1.5  # Gauss-Legendre panel edges grow geometrically near t = 0 (width 0.5 t) ...
 _PERIODS_PER_PANEL = 1.0  # ... and are at most this many oscillation periods wide further out
@@ -154,13 +159,27 @@ def _tail_bound(a, b2, m, t) -> np.ndarray:
 
 
 def _truncation_point(a, b2, m, scale, tol) -> np.ndarray:
-    """Smallest U on a coarse, then a fine geometric grid whose tail bound is below tol; shape (P,)."""
+    """Smallest U on a coarse, then a fine geometric grid whose tail bound is below tol; shape (P,).
+
+    The coarse grid covers [0.25, 2e3] / sd first (enough for all but slowly decaying forms), then up to
+    1e12 / sd for the forms not done yet.
+    """
     rows = np.arange(a.shape[0])
     form = (a[:, None, :], b2[:, None, :], m[:, None, :])
-    coarse = np.geomspace(0.25, 1e12, 30)[None, :] / scale[:, None]  # (P, 30)
+    coarse = _T_NEAR[None, :] / scale[:, None]  # (P, G)
     ok = _tail_bound(*form, coarse[:, :, None]) <= tol
-    first = np.where(ok.any(axis=1), np.argmax(ok, axis=1), coarse.shape[1] - 1)
-    hi, lo = coarse[rows, first], coarse[rows, np.maximum(first - 1, 0)]
+    late = ~ok.any(axis=1)
+    if late.any():
+        far = _T_FAR[None, :] / scale[late, None]
+        ok_far = _tail_bound(a[late, None, :], b2[late, None, :], m[late, None, :], far[:, :, None]) <= tol
+        ok_far[:, -1] = True  # give up at 1e12 / sd (the caller rotates the contour for such forms)
+        coarse = np.concatenate([coarse, np.zeros((coarse.shape[0], far.shape[1]))], axis=1)
+        ok = np.concatenate([ok, np.zeros((ok.shape[0], far.shape[1]), dtype=bool)], axis=1)
+        coarse[late, _T_NEAR.size :] = far
+        ok[late, _T_NEAR.size :] = ok_far
+    first = np.argmax(ok, axis=1)
+    hi = coarse[rows, first]
+    lo = np.where(first > 0, coarse[rows, np.maximum(first - 1, 0)], 0.5 * hi)
     fine = lo[:, None] * (hi / lo)[:, None] ** np.linspace(0.125, 1.0, 8)[None, :]  # (P, 8), ends at hi
     ok = _tail_bound(*form, fine[:, :, None]) <= tol
     ok[:, -1] = True

@@ -57,8 +57,8 @@ class GMMSample:
 
 
 _FOCUS = 3  # pairs the root finder starts with
-_BRACKET_STEP = float(np.log(4.0))  # bracket search steps of a factor 4 in the covariance scale
-_MAX_BRACKET_STEPS = 150
+_MAX_STEP = 10.0  # largest secant step in log c
+_MAX_BRACKET_STEPS = 100
 _LIMIT_TOL = 1e-7  # accuracy of the c -> inf overlaps (only compared with the target)
 
 
@@ -123,28 +123,42 @@ def _pair_limits(forms: PairForms, target: float) -> np.ndarray:
     return limits
 
 
-def _solve_subset(forms: PairForms, target: float, log_c: float, tol: float, overlap_tol: float):
-    """Brent's method on log c for the largest overlap of a few pairs; (log c, Omega) or None if never reached."""
+def _separation(omega: float) -> float:
+    """log of the homoscedastic-equivalent half distance -Phi^-1(omega / 2): decreasing in omega, and linear in
+    log c (slope -1/2) for a homoscedastic pair with equal weights; finite for every omega in [0, 2]."""
+    return float(np.log(max(-ndtri(min(max(0.5 * omega, 1e-300), 0.5 - 1e-16)), 1e-300)))
 
-    def gap(x: float) -> float:
-        omega = float(forms.pair_overlaps(np.exp(x), tol=overlap_tol).max())
+
+def _solve_subset(forms: PairForms, target: float, log_c: float, tol: float, overlap_tol: float, omega0=None):
+    """Root of Omega_max(c) = target over a few pairs; (log c, Omega) or None when the target is never reached.
+
+    Secant steps on the transformed gap ``_separation(Omega) - _separation(target)`` (first slope -1/2, exact for
+    homoscedastic pairs) until the root is bracketed, then Brent's method; stops as soon as |Omega - target|
+    <= tol.
+    """
+    goal = _separation(target)
+
+    def gap(x: float, omega: float | None = None) -> float:
+        if omega is None:
+            omega = float(forms.pair_overlaps(np.exp(x), tol=overlap_tol).max())
         if abs(omega - target) <= tol:
             raise _Hit(x, omega)
-        return omega - target
+        return _separation(omega) - goal  # > 0: overlap too small, c must grow
 
     try:
-        g = gap(log_c)
-        step = _BRACKET_STEP if g < 0.0 else -_BRACKET_STEP
+        x0, g0 = log_c, gap(log_c, omega0)
+        slope = -0.5
         for _ in range(_MAX_BRACKET_STEPS):
-            nxt = log_c + step
-            g_next = gap(nxt)
-            if np.sign(g_next) != np.sign(g):
+            x1 = x0 + float(np.clip(-g0 / slope, -_MAX_STEP, _MAX_STEP))
+            g1 = gap(x1)
+            if np.sign(g1) != np.sign(g0):
                 break
-            log_c, g = nxt, g_next
+            secant = (g1 - g0) / (x1 - x0)
+            slope = secant if secant < -1e-3 else slope
+            x0, g0 = x1, g1
         else:
             return None
-        lo, hi = sorted((log_c, nxt))
-        root = brentq(gap, lo, hi, xtol=1e-13, rtol=1e-15, maxiter=200)
+        root = brentq(gap, min(x0, x1), max(x0, x1), xtol=1e-13, rtol=1e-15, maxiter=200)
     except _Hit as hit:
         return hit.log_scale, hit.omega
     return root, float(forms.pair_overlaps(np.exp(root), tol=overlap_tol).max())
@@ -188,7 +202,8 @@ def find_scale(forms: PairForms, target: float, *, tol: float = 1e-6, overlap_to
             active &= limits > target - tol  # pairs that never reach the target cannot set Omega_max
             if not active.any():
                 active[np.argsort(limits)[-_FOCUS:]] = True
-        found = _solve_subset(forms.select(np.flatnonzero(active)), target, log_c, tol, overlap_tol)
+        omega0 = float(omega[active].max())  # omega always holds the overlaps of every pair at log_c
+        found = _solve_subset(forms.select(np.flatnonzero(active)), target, log_c, tol, overlap_tol, omega0)
         if found is None:
             if limits is None:
                 limits = _pair_limits(forms, target + tol)
@@ -196,7 +211,9 @@ def find_scale(forms: PairForms, target: float, *, tol: float = 1e-6, overlap_to
                 return None
             active |= limits > target + tol
             continue
-        log_c, _ = found
+        log_c, best = found
+        if active.all():
+            return float(np.exp(log_c)), best
         omega = forms.pair_overlaps(np.exp(log_c), tol=overlap_tol)
         if omega.max() <= target + tol and abs(omega.max() - target) <= tol:
             return float(np.exp(log_c)), float(omega.max())
