@@ -76,8 +76,12 @@ def load_run_config(storage_path: str, run_name: str) -> TrainConfig:
     return config_from_dict(TrainConfig, json.loads(path.read_text())["config"])
 
 
-def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run_id: str | None):
-    """The ``TorchTrainer`` of a run (DDP workers, prior stream, checkpoints and failure handling)."""
+def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run_id: str | None,
+                  callbacks: list | None = None):
+    """The ``TorchTrainer`` of a run (DDP workers, prior stream, checkpoints and failure handling).
+
+    ``callbacks``: Ray Train ``UserCallback``s, e.g. Tune's ``TuneReportCallback`` when a Tune trial drives it.
+    """
     from ray.train import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
@@ -91,7 +95,7 @@ def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run
         run_config=RunConfig(
             name=run_dir.name, storage_path=str(run_dir.parent),
             failure_config=FailureConfig(max_failures=cfg.max_failures),
-            checkpoint_config=CheckpointConfig(num_to_keep=2),
+            checkpoint_config=CheckpointConfig(num_to_keep=2), callbacks=callbacks,
         ),
     )
 
