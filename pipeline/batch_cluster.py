@@ -38,6 +38,7 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 MAX_COLUMNS = 512
 #: A text column with more distinct values than this (or than half its rows) is free text, not a category.
 MAX_CATEGORY_LEVELS = 50
+OUTPUT_CLUSTER_COLUMN = "cluster"
 SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "seconds", "ari", "nmi",
                    "error", "path"]
 
@@ -64,7 +65,7 @@ class ClusterJobConfig:
     seed : int
         ``random_state`` of the estimator, the same for every table.
     max_columns : int
-        Tables with more feature columns fail with a clear reason (see :data:`pipeline.table_io.MAX_COLUMNS`).
+        Tables with more feature columns fail with a clear reason (see :data:`MAX_COLUMNS`).
     tracking_uri : str, optional
         MLflow store; default ``sqlite:///mlruns.db``.
     """
@@ -227,15 +228,16 @@ def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = N
             "path": str(path)}
 
 
-def cluster_table(estimator_factory, path: Path, name: str, *, label_column: str | None = None,
+def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
                   max_columns: int = MAX_COLUMNS) -> tuple[dict, pd.DataFrame | None]:
     """Cluster one table; never raises for a bad table.
 
     Parameters
     ----------
-    estimator_factory : callable
-        Returns a fresh unfitted clusterer (``fit`` sets ``labels_``, ``n_clusters_``, ``probabilities_``
-        (N, K) and ``k_posterior_``).
+    estimator : TabClustPFN
+        Refit on this table (``fit`` sets ``labels_``, ``n_clusters_``, ``probabilities_`` (N, K) and
+        ``k_posterior_``); reusing one instance keeps its loaded network, and ``fit`` is deterministic for a
+        given ``random_state``, so the result equals that of a fresh estimator.
     path : Path
         CSV or Parquet file.
     name : str
@@ -256,9 +258,12 @@ def cluster_table(estimator_factory, path: Path, name: str, *, label_column: str
         frame = read_table(path)
         rows, columns = frame.shape
         features, truth = prepare_features(frame, label_column=label_column, max_columns=max_columns)
-        est = estimator_factory()
-        est.fit(features)
-    except (TableError, ValueError) as exc:
+        taken = [c for c in frame.columns if c == OUTPUT_CLUSTER_COLUMN or str(c).startswith("prob_")]
+        if taken:
+            raise TableError(f"the table already has column(s) {taken[:3]} that the output adds (cluster, "
+                             "prob_<k>); rename or drop them")
+        est = estimator.fit(features)
+    except (TableError, ValueError, TypeError) as exc:
         return _failed_row(name, path, str(exc), time.perf_counter() - start, rows, columns), None
     except MemoryError:
         return _failed_row(name, path, "out of memory while clustering: use fewer rows or columns",
@@ -266,7 +271,7 @@ def cluster_table(estimator_factory, path: Path, name: str, *, label_column: str
     labels = np.asarray(est.labels_)
     probs = np.asarray(est.probabilities_)
     out = frame.copy()
-    out["cluster"] = labels
+    out[OUTPUT_CLUSTER_COLUMN] = labels
     for k in range(probs.shape[1]):
         out[f"prob_{k}"] = probs[:, k].astype(np.float32)
     posterior = getattr(est, "k_posterior_", None) or {}
@@ -309,8 +314,7 @@ class TableClusterer:
 
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int) -> None:
-        est = load_estimator(checkpoint, n_clusters, seed)
-        self._factory = lambda: est  # refitting reuses the cached network; fit is deterministic per seed
+        self._estimator = load_estimator(checkpoint, n_clusters, seed)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -320,7 +324,7 @@ class TableClusterer:
 
     def run(self, path: str, name: str) -> tuple[dict, pd.DataFrame | None]:
         """Cluster one table with :func:`cluster_table`."""
-        return cluster_table(self._factory, Path(path), name, label_column=self._label_column,
+        return cluster_table(self._estimator, Path(path), name, label_column=self._label_column,
                              max_columns=self._max_columns)
 
 

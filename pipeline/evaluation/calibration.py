@@ -55,15 +55,15 @@ def calibration_seeds(n: int) -> list[int]:
     return [EVAL_SEED_BASE + CALIBRATION_SEED_OFFSET + i for i in range(n)]
 
 
-def posterior_chunk(seeds: Sequence[int], checkpoint: str | None, seed: int = 0,
-                    device: str = "cpu") -> list[tuple[int, int, dict[int, float]]]:
+def posterior_chunk(seeds: Sequence[int], checkpoint: str | None,
+                    seed: int = 0) -> list[tuple[int, int, dict[int, float]]]:
     """Draw a GMM dataset per prior seed (default prior ranges: N 500-1000, D 2-64, K 2-10) and return
     ``(prior seed, true K, p(K | X))`` for each, loading the model once for the whole chunk."""
-    from model import TabClustPFN
+    from pipeline.batch_cluster import load_estimator
     from priors import sample_dataset
 
     out = []
-    est = TabClustPFN(None, checkpoint=checkpoint, device=device, random_state=seed)
+    est = load_estimator(checkpoint, None, seed)
     for s in seeds:
         ds = sample_dataset(int(s), kind="gmm")
         frame = prior_frame(np.asarray(ds.X), ds.categorical)

@@ -111,6 +111,13 @@ def test_prepare_features_keeps_columns_unchanged_and_splits_the_label():
         prepare_features(df, label_column="nope")
 
 
+def test_a_table_with_output_column_names_is_refused(tmp_path, tiny_checkpoint):
+    path = tmp_path / "again.csv"
+    _blobs().assign(cluster=0).to_csv(path, index=False)
+    row, out = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "again")
+    assert out is None and row["status"] == "failed" and "already has column(s) ['cluster']" in row["error"]
+
+
 def test_numeric_column_with_placeholder_strings_is_refused():
     df = pd.DataFrame({"x": ["1.0", "2.0", "?", "4.0", "5.0", "6.0"], "y": range(6)})
     with pytest.raises(TableError, match="numeric but holds non-numeric strings"):
@@ -125,7 +132,7 @@ def test_cluster_table_equals_a_fresh_estimator_with_the_same_seed(tmp_path, tin
     df.to_csv(path, index=False)
     est = load_estimator(tiny_checkpoint, None, 7)
     _blobs(40, seed=9).drop(columns="label").pipe(est.fit)  # a previous table on the same (reused) estimator
-    row, out = cluster_table(lambda: est, path, "t", label_column="label")
+    row, out = cluster_table(est, path, "t", label_column="label")
     fresh = TabClustPFN(checkpoint=tiny_checkpoint, random_state=7).fit(pd.read_csv(path).drop(columns="label"))
     assert row["status"] == "ok" and row["error"] == ""
     np.testing.assert_array_equal(out["cluster"].to_numpy(), fresh.labels_)
