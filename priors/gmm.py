@@ -58,6 +58,7 @@ class GMMSample:
 
 _FOCUS = 3  # pairs the root finder starts with
 _MAX_STEP = 10.0  # largest secant step in log c
+_LOG_C_RANGE = 300.0  # the covariance scale stays within exp(-+300)
 _MAX_BRACKET_STEPS = 100
 _LIMIT_TOL = 1e-7  # accuracy of the c -> inf overlaps (only compared with the target)
 
@@ -149,7 +150,9 @@ def _solve_subset(forms: PairForms, target: float, log_c: float, tol: float, ove
         x0, g0 = log_c, gap(log_c, omega0)
         slope = -0.5
         for _ in range(_MAX_BRACKET_STEPS):
-            x1 = x0 + float(np.clip(-g0 / slope, -_MAX_STEP, _MAX_STEP))
+            x1 = float(np.clip(x0 + np.clip(-g0 / slope, -_MAX_STEP, _MAX_STEP), -_LOG_C_RANGE, _LOG_C_RANGE))
+            if x1 == x0:  # pinned at the end of the scale range: the target is out of reach
+                return None
             g1 = gap(x1)
             if np.sign(g1) != np.sign(g0):
                 break
