@@ -22,7 +22,8 @@ logger = logging.getLogger(__name__)
 #: Prior seeds >= this are reserved for evaluation and never drawn in pretraining.
 EVAL_SEED_BASE = 10**12
 GMM_SEED_OFFSET = 0  # GMM dataset i: seed EVAL_SEED_BASE + i
-ZEUS_SEED_OFFSET = 1_000  # ZEUS dataset i: seed EVAL_SEED_BASE + 1_000 + i
+ZEUS_SEED_OFFSET = 1_000  # ZEUS dataset i: the first seed EVAL_SEED_BASE + 1_000 + 1_000 i + j, j < 1_000,
+ZEUS_SEED_TRIES = 1_000  # whose draw has the paper's numeric/categorical split
 CALIBRATION_SEED_OFFSET = 1_000_000  # calibration dataset i: seed EVAL_SEED_BASE + 1_000_000 + i
 MAX_ROWS = 1000
 SUBSAMPLE_SEED = 0
@@ -173,17 +174,28 @@ def prior_frame(X: np.ndarray, categorical) -> pd.DataFrame:
                          else X[:, j].astype(np.float64) for j in range(X.shape[1])})
 
 
-def _prior_dataset(name: str, group: str, seed: int, kind: str, n: int, d_num: int, d_cat: int,
+def _prior_dataset(name: str, group: str, seeds: range, kind: str, n: int, d_num: int, d_cat: int,
                    k: int) -> EvalDataset:
-    """Draw one held-out prior dataset of fixed size and wrap it (categorical codes -> ``category``)."""
+    """Draw one held-out prior dataset of fixed size and wrap it (categorical codes -> ``category``).
+
+    The first seed of ``seeds`` whose draw has exactly ``d_num`` continuous columns is kept (ZEUS draws the
+    split at random; GMM is all continuous, so its first seed always fits). This conditions the prior on the
+    paper's split without changing anything else.
+    """
     from priors import sample_dataset
 
-    ds = sample_dataset(seed, kind=kind, config=fixed_size_config(kind, n, d_num, d_cat, k))
+    config = fixed_size_config(kind, n, d_num, d_cat, k)
+    for seed in seeds:
+        ds = sample_dataset(seed, kind=kind, config=config)
+        if int(ds.meta["n_continuous"]) == d_num:
+            break
+    else:
+        logger.warning("%s: no seed in %s gave %d continuous columns; keeping the last draw", name, seeds, d_num)
     X = np.asarray(ds.X)
-    cat = set(int(j) for j in ds.categorical)
+    n_cat = len(ds.categorical)
     bayes = ds.meta.get("bayes_labels")
-    notes = (f"prior {kind}, seed {seed}; paper size N={n}, D={d_num} numeric + {d_cat} categorical, K={k}; "
-             f"drawn D={X.shape[1] - len(cat)} numeric + {len(cat)} categorical")
+    notes = (f"prior {kind}, seed {seed}; N={n}, D={X.shape[1] - n_cat} numeric + {n_cat} categorical, K={k} "
+             f"(paper: {d_num} + {d_cat})")
     return EvalDataset(name=name, suite="synthetic", group=group, features=prior_frame(X, ds.categorical),
                        y=np.asarray(ds.y, dtype=np.int64), n_clusters=int(ds.n_clusters),
                        bayes_labels=None if bayes is None else np.asarray(bayes), notes=notes,
@@ -193,8 +205,8 @@ def _prior_dataset(name: str, group: str, seed: int, kind: str, n: int, d_num: i
 def fixed_size_config(kind: str, n: int, d_num: int, d_cat: int, k: int):
     """A ``PriorConfig`` drawing exactly N rows, D = d_num + d_cat features and K clusters.
 
-    For ZEUS the prior draws the number of continuous columns in ``min_cont_features..D``; setting the minimum
-    to ``d_num`` gives at least the paper's continuous columns (the achieved split is in each dataset's notes).
+    For ZEUS the prior draws the number of continuous columns in ``min_cont_features..D``; the minimum is set
+    to ``d_num`` so that the seed search of :func:`synthetic_suite` soon meets a draw with exactly ``d_num``.
     """
     import dataclasses
 
@@ -210,14 +222,17 @@ def fixed_size_config(kind: str, n: int, d_num: int, d_cat: int, k: int):
 
 
 def synthetic_suite(n_gmm: int | None = None, n_zeus: int | None = None) -> list[EvalDataset]:
-    """The held-out synthetic benchmark: 25 GMM and 24 ZEUS datasets with the paper's sizes and reserved seeds.
+    """The held-out synthetic benchmark: 25 GMM and 24 ZEUS datasets with the sizes of the paper's Tab. 6-7
+    (N, numeric and categorical D, K) and reserved seeds (>= ``EVAL_SEED_BASE``).
 
     ``n_gmm``/``n_zeus`` keep only the first datasets of each family (quick runs).
     """
     out = []
     for i, (n, d, k) in enumerate(GMM_SIZES[:n_gmm]):
-        out.append(_prior_dataset(f"gmm_{i:02d}", "gmm", EVAL_SEED_BASE + GMM_SEED_OFFSET + i, "gmm", n, d, 0, k))
+        seeds = range(EVAL_SEED_BASE + GMM_SEED_OFFSET + i, EVAL_SEED_BASE + GMM_SEED_OFFSET + i + 1)
+        out.append(_prior_dataset(f"gmm_{i:02d}", "gmm", seeds, "gmm", n, d, 0, k))
     for i, (n, d_num, d_cat, k) in enumerate(ZEUS_SIZES[:n_zeus]):
-        out.append(_prior_dataset(f"zeus_{i:02d}", "zeus", EVAL_SEED_BASE + ZEUS_SEED_OFFSET + i, "zeus", n,
+        first = EVAL_SEED_BASE + ZEUS_SEED_OFFSET + ZEUS_SEED_TRIES * i
+        out.append(_prior_dataset(f"zeus_{i:02d}", "zeus", range(first, first + ZEUS_SEED_TRIES), "zeus", n,
                                   d_num, d_cat, k))
     return out

@@ -77,3 +77,16 @@ def test_real_suite_matches_the_benchmark_readme():
         assert data[name].n_clusters == k
     assert "imputed" in data["wisc"].notes and "imputed" in data["dermatology"].notes
     assert all(np.isfinite(d.baseline_matrix()).all() for d in data.values())
+
+
+def test_synthetic_datasets_have_the_papers_sizes_and_reserved_seeds():
+    data = suites.synthetic_suite(n_gmm=2, n_zeus=2)
+    expected = [(n, d, 0, k) for n, d, k in suites.GMM_SIZES[:2]] + list(suites.ZEUS_SIZES[:2])
+    for ds, (n, d_num, d_cat, k) in zip(data, expected):
+        assert len(ds.y) == n and ds.n_clusters == k and len(np.unique(ds.y)) == k
+        assert ds.features.shape[1] - len(ds.categorical) == d_num and len(ds.categorical) == d_cat
+        assert ds.meta["seed"] >= suites.EVAL_SEED_BASE
+    assert [d.name for d in data] == ["gmm_00", "gmm_01", "zeus_00", "zeus_01"]
+    assert all(d.bayes_labels is not None for d in data[:2]) and data[2].bayes_labels is None
+    again = suites.synthetic_suite(n_gmm=1, n_zeus=0)[0]  # same seed, same data
+    pd.testing.assert_frame_equal(again.features, data[0].features)
