@@ -3,9 +3,10 @@
 A candidate mixture is drawn as MixSim does (proportions, means uniform in a box, spherical or ellipsoidal,
 homo- or heteroscedastic covariances); then one common covariance scale ``c`` is found so that the largest pair
 overlap ``Omega_max = max_{i<j} o_{j|i} + o_{i|j}`` equals the target. The pair decompositions are computed once
-per candidate (:func:`priors.overlap.pair_forms`); every step of Brent's method on ``log c`` only re-evaluates
-the quadratic-form distribution functions. Candidates that cannot reach the target (heteroscedastic mixtures
-whose overlap stays below it as ``c -> inf``) are redrawn, never returned off target.
+per candidate (:func:`priors.overlap.pair_forms`); each step of the root finder on ``log c`` (secant steps, then
+Brent's method, on the few pairs that can set the maximum, confirmed on all pairs) only re-evaluates the
+quadratic-form distribution functions. Candidates that cannot reach the target (heteroscedastic mixtures whose
+overlap stays below it as ``c -> inf``) are redrawn, never returned off target.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ the probability that a point of component i is assigned to j by the two-componen
 ``S_i`` and rotating onto the eigenvectors of ``S_i^{1/2} S_j^{-1} S_i^{1/2}`` (eigenvalues ``lambda_k``, whitened
 mean difference ``delta``) turns the event into a Gaussian quadratic form,
 
-    sum_k (lambda_k - 1) w_k^2 + 2 lambda_k delta_k w_k  <  log(pi_j^2 |S_i| / (pi_i^2 |S_j|)) - sum_k lambda_k delta_k^2,
+    sum_k (lambda_k - 1) w_k^2 + 2 lambda_k delta_k w_k
+        <  log(pi_j^2 |S_i| / (pi_i^2 |S_j|)) - sum_k lambda_k delta_k^2,
 
 with ``w ~ N(0, I)``, whose distribution function :func:`priors._quadform.quad_form_cdf` evaluates exactly.
 Unlike the original MixSim code, every pair is treated on its own: pairs with equal covariances get the normal

@@ -72,10 +72,8 @@ def test_bayes_labels_are_the_posterior_argmax():
         np.random.default_rng(2), 3, 4, 0.3, GMMConfig(), spherical=False, homoscedastic=False
     )
     x, _ = sample_points(np.random.default_rng(3), params, 300, 1)
-    dens = np.stack(
-        [w * stats.multivariate_normal(m, c).pdf(x) for w, m, c in zip(params.weights, params.means, params.covariances)],
-        axis=1,
-    )
+    components = zip(params.weights, params.means, params.covariances)
+    dens = np.stack([w * stats.multivariate_normal(m, c).pdf(x) for w, m, c in components], axis=1)
     assert np.array_equal(bayes_labels(x, params), np.argmax(dens, axis=1))
 
 
@@ -86,7 +84,8 @@ def test_points_come_from_the_mixture():
     x, y = sample_points(np.random.default_rng(5), params, 6000, 1)
     for k in range(3):
         rows = x[y == k]
-        assert np.allclose(rows.mean(axis=0), params.means[k], atol=6 * np.sqrt(params.covariances[k].max() / len(rows)))
+        sd_of_mean = np.sqrt(params.covariances[k].max() / len(rows))
+        assert np.allclose(rows.mean(axis=0), params.means[k], atol=6 * sd_of_mean)
         assert np.allclose(np.cov(rows.T), params.covariances[k], atol=0.15 * np.abs(params.covariances[k]).max())
     counts = np.bincount(y, minlength=3)
     assert stats.chisquare(counts, params.weights * 6000).pvalue > 1e-3
