@@ -227,15 +227,70 @@ def write_outputs(out_dir: Path, results: pd.DataFrame, datasets: pd.DataFrame,
     return files
 
 
-def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
-    """Run the whole benchmark described by ``cfg``; return the long results and the path of ``results.md``."""
+def command_line(cfg: EvalConfig) -> str:
+    """The ``jobs/evaluate.py`` command that reproduces ``cfg`` (written at the top of ``results.md``)."""
+    parts = ["python jobs/evaluate.py", *(f"--suite {x}" for x in cfg.suites)]
+    defaults = EvalConfig()
+    for flag, value, default in (("--data", cfg.data_dir, None), ("--benchmarks-dir", cfg.benchmarks_dir, None),
+                                 ("--checkpoint", cfg.checkpoint, None), ("--output", cfg.output_dir,
+                                                                          defaults.output_dir),
+                                 ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
+                                 ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):
+        if value != default:
+            parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
+    if cfg.methods is not None:
+        parts.append("--methods " + " ".join(f"'{m}'" for m in cfg.methods))
+    if cfg.quick:
+        parts.append("--quick")
+    return " ".join(parts)
+
+
+def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) -> list[str]:
+    return [f"Command: `{command_line(cfg)}`", "",
+            f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s; "
+            f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
+            "",
+            "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
+            "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "
+            "`datasets.csv`; categorical columns one-hot encoded for the scikit-learn baselines only. "
+            "Datasets with N > 1000 subsampled to 1000 rows (seed 0). Times exclude loading the model."]
+
+
+def _log_mlflow(cfg: EvalConfig, results: pd.DataFrame, calibration: pd.DataFrame | None, files: list[Path],
+                elapsed: float) -> None:
+    """One MLflow run: the config, median ARI per suite and method, calibration coverage, every output file."""
     import mlflow
 
-    from pipeline.ray_env import init_ray
     from pipeline.tracking import setup_tracking
 
+    setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
+    with mlflow.start_run(run_name="evaluate-quick" if cfg.quick else "evaluate"):
+        mlflow.log_params({k: str(v)[:500] for k, v in dataclasses.asdict(cfg).items()})
+        metrics = {"wall_seconds": elapsed, "runs_failed": float((results["status"] != "ok").sum())}
+        for (suite, method), grp in results.groupby(["suite", "method"]):
+            if grp["ari"].notna().any():
+                metrics[_metric_key(f"{suite}.{method}.median_ari")] = float(np.nanmedian(grp["ari"]))
+        if calibration is not None:
+            for row in calibration.itertuples():
+                metrics[f"calibration.coverage_{row.alpha:g}"] = float(row.coverage)
+        mlflow.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
+        for f in files:
+            mlflow.log_artifact(str(f))
+
+
+def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
+    """Run the whole benchmark described by ``cfg``; return the long results and the path of ``results.md``.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        Missing or unusable checkpoint, missing benchmark folder, a table without ``target``.
+    """
+    from pipeline.ray_env import init_ray
+
     specs = select_methods(cfg.methods if cfg.methods is not None else (QUICK_METHODS if cfg.quick else None))
-    if any(s.family == "TabClustPFN" for s in specs):
+    uses_model = any(s.family == "TabClustPFN" for s in specs)
+    if uses_model:
         check_checkpoint(cfg.checkpoint)  # a bad checkpoint stops the run here, not in every task
     n_calib = min(cfg.calibration_size, QUICK_CALIBRATION) if cfg.quick else cfg.calibration_size
     datasets = load_datasets(cfg)
@@ -247,32 +302,11 @@ def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
     start = time.perf_counter()
     results = run_pairs(cfg, datasets, specs, workers)
     order = [s.name for s in specs]
-    analyses = [report.analyse_suite(results[results["suite"] == s], s, order)
-                for s in results["suite"].unique()]
-    calibration = None
-    if n_calib > 0 and any(s.family == "TabClustPFN" for s in specs):
-        calibration = run_calibration(cfg, n_calib, workers)
+    analyses = [report.analyse_suite(results[results["suite"] == s], s, order) for s in results["suite"].unique()]
+    calibration = run_calibration(cfg, n_calib, workers) if uses_model and n_calib > 0 else None
     elapsed = time.perf_counter() - start
-    header = [f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s;"
-              f" {len(datasets)} datasets x {len(specs)} methods in {elapsed:.0f} s"
-              f"{' (quick mode)' if cfg.quick else ''}.",
-              "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
-              "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "
-              "`datasets.csv`; categorical columns one-hot encoded for the scikit-learn baselines only. "
-              "Datasets with N > 1000 subsampled to 1000 rows (seed 0)."]
     out_dir = Path(cfg.output_dir)
-    files = write_outputs(out_dir, results, dataset_table(datasets), analyses, calibration, header)
-    setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
-    with mlflow.start_run(run_name="evaluate-quick" if cfg.quick else "evaluate"):
-        mlflow.log_params({k: str(v)[:500] for k, v in dataclasses.asdict(cfg).items()})
-        metrics = {"wall_seconds": elapsed, "runs_failed": float((results["status"] != "ok").sum())}
-        for (suite, method), grp in results.groupby(["suite", "method"]):
-            metrics[_metric_key(f"{suite}.{method}.median_ari")] = float(np.nanmedian(grp["ari"])) \
-                if grp["ari"].notna().any() else float("nan")
-        if calibration is not None:
-            for row in calibration.itertuples():
-                metrics[f"calibration.coverage_{row.alpha:g}"] = float(row.coverage)
-        mlflow.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
-        for f in files:
-            mlflow.log_artifact(str(f))
+    files = write_outputs(out_dir, results, dataset_table(datasets), analyses, calibration,
+                          _header(cfg, len(datasets), len(specs), elapsed))
+    _log_mlflow(cfg, results, calibration, files, elapsed)
     return results, out_dir / "results.md"

@@ -96,3 +96,12 @@ def test_benchmark_on_a_data_folder_end_to_end(ray_local, tmp_path, tiny_checkpo
     [run] = client.search_runs([client.get_experiment_by_name("evaluation").experiment_id])
     assert "data.KMeans_trueK.median_ari" in run.data.metrics
     assert {"results.csv", "results.md", "data_auto_cd.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+def test_command_line_reproduces_the_non_default_settings():
+    from pipeline.evaluation.runner import command_line
+
+    assert command_line(EvalConfig()) == "python jobs/evaluate.py --suite synthetic --suite real"
+    cfg = EvalConfig(suites=("real",), checkpoint="m.pt", timeout_s=30.0, methods=("KMeans+",), quick=True)
+    assert command_line(cfg) == "python jobs/evaluate.py --suite real --checkpoint m.pt --timeout 30 " \
+                                "--methods 'KMeans+' --quick"
