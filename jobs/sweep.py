@@ -1,0 +1,77 @@
+"""Ablation sweeps with Ray Tune: each trial a short pretraining (one TorchTrainer), one MLflow parent run per sweep.
+
+    python jobs/sweep.py --study coupling --smoke                         # two tiny trials, a few minutes on CPU
+    python jobs/sweep.py --study pin-loss --budget-steps 2000 --num-samples 2 --real --name pin-2k
+    python jobs/sweep.py --name pin-2k --resume                           # after the driver died
+    python jobs/sweep.py --study hparams --num-samples 16 --scheduler asha --budget-steps 1000
+Writes ablation_<study>.md/.csv and trials_<study>.csv to --output (default: the sweep folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pipeline.config import apply_overrides, train_preset
+from pipeline.ray_env import init_ray
+from tune.driver import SweepConfig, SweepOptions, run_sweep
+from tune.spaces import STUDY_NAMES
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--study", choices=STUDY_NAMES, help="which ablation (required unless --resume)")
+    p.add_argument("--preset", choices=["small", "paper", "tiny"], help="base run (default: small; tiny with --smoke)")
+    p.add_argument("--budget-steps", type=int, help="optimisation steps per trial (default: the preset's max_steps)")
+    p.add_argument("--num-samples", type=int, default=1, help="seeds per variant (grid studies) or random "
+                   "configurations (hparams) (default: %(default)s)")
+    p.add_argument("--smoke", action="store_true", help="tiny model, tiny data, a few steps (checks, CI)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override the base TrainConfig")
+    p.add_argument("--scheduler", choices=["fifo", "asha"], default="fifo", help="asha stops weak trials early")
+    p.add_argument("--eval-tasks", type=int, help="fixed held-out synthetic tasks (default: 64; 8 with --smoke)")
+    p.add_argument("--real", action="store_true", help="also score each trial on the 22 UCI datasets")
+    p.add_argument("--real-datasets", help="comma-separated subset of the real suite")
+    p.add_argument("--max-concurrent-trials", type=int, help="default: as many as the cluster's CPUs/GPUs fit")
+    p.add_argument("--name", help="sweep folder under --storage-path (default: <study>-<date>-<time>)")
+    p.add_argument("--resume", action="store_true", help="continue sweep --name: finished trials are kept")
+    p.add_argument("--storage-path", default="runs/sweeps", help="default: %(default)s")
+    p.add_argument("--output", help="folder of the tables (default: the sweep folder)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
+    p.add_argument("--address", help="Ray cluster address (default: the job's cluster, else a local Ray)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        sweep = None
+        if not args.resume:
+            if args.study is None:
+                raise ValueError("--study is required for a new sweep")
+            base = apply_overrides(train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke),
+                                   args.set)
+            sweep = SweepConfig(study=args.study, base=base, budget_steps=args.budget_steps or base.max_steps,
+                                num_samples=args.num_samples, scheduler=args.scheduler, real=args.real,
+                                eval_tasks=args.eval_tasks or (8 if args.smoke else 64),
+                                real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None)
+        options = SweepOptions(storage_path=args.storage_path, name=args.name, resume=args.resume,
+                               tracking_uri=args.tracking_uri, output=args.output,
+                               max_concurrent_trials=args.max_concurrent_trials)
+        init_ray(args.address)
+        result = run_sweep(sweep, options)
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(result.files["markdown"].read_text())
+    print(f"sweep folder: {result.sweep_dir}\nMLflow parent run: {result.parent_run_id}")
+    if result.n_failed:
+        print(f"{result.n_failed} trial(s) did not finish; rerun them with --name {result.sweep_dir.name} --resume",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,409 @@
+"""Ablation sweeps: a Ray Tune function per trial that drives one ``TorchTrainer``, tracked as nested MLflow runs.
+
+Layout of a sweep ``<storage_path>/<name>/``: Tune's experiment state and trial folders, ``sweep.json`` (the
+:class:`SweepConfig`, the MLflow parent run and tracking URI) and ``trials/<trial_id>/`` per trial with its Ray
+Train run (``train/``), ``trial.json`` (child run id, config, attempts) and the final ``model.pt``.
+
+Each trial trains ``budget_steps`` steps of the base config with the study's overrides (the base schedule's
+warm-ups are scaled by ``budget_steps / base.max_steps``), then scores the final network on the sweep's fixed
+held-out synthetic tasks (and the real suite with ``real=True``). Train reports reach Tune through
+``TuneReportCallback`` (so ASHA can stop trials early); the final scores come with the trial's last report.
+``run_sweep(..., SweepOptions(resume=True, name=...))`` continues a sweep whose driver died with
+``Tuner.restore``: finished trials are kept, unfinished and failed ones rerun, and a rerun trial resumes its
+Ray Train run from its newest checkpoint and its MLflow child run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import mlflow
+import pandas as pd
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
+
+from pipeline.config import TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset
+from pipeline.pretrain import absolute_tracking_uri
+from pipeline.tracking import setup_tracking
+from tune import report
+from tune.spaces import STUDY_NAMES, Study, StudyName, study_space, to_tune, with_seeds
+
+logger = logging.getLogger(__name__)
+
+EXPERIMENT = "tabclustpfn-ablations"
+SWEEP_FILE = "sweep.json"
+TRIAL_FILE = "trial.json"
+TRIALS_DIR = "trials"
+#: CPUs of the short-lived Ray Data read tasks of a trial's prior stream (``ray.data.range``).
+READ_TASK_CPUS = 1.0
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What a sweep computes: the study, the base run, the per-trial budget and the evaluation.
+
+    ``num_samples``: seeds per variant for grid studies, random configurations for ``hparams``.
+    ``report_every``: steps between Train reports (checkpoint + in-loop validation, what ASHA sees);
+    default a quarter of the budget. ``trial_cpus``: CPUs of each Tune trial (the Train driver, and the
+    final scoring). ``real_datasets``: a subset of the real suite (default: all 22).
+    """
+
+    study: StudyName
+    base: TrainConfig = field(default_factory=lambda: train_preset("small"))
+    budget_steps: int = 500
+    num_samples: int = 1
+    scheduler: Literal["fifo", "asha"] = "fifo"
+    eval_tasks: int = 64
+    real: bool = False
+    real_datasets: tuple[str, ...] | None = None
+    benchmarks_dir: str | None = None
+    report_every: int | None = None
+    trial_cpus: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.study not in STUDY_NAMES:
+            raise ValueError(f"unknown study {self.study!r}: choose one of {', '.join(STUDY_NAMES)}")
+        if self.budget_steps < 1 or self.num_samples < 1 or self.eval_tasks < 1:
+            raise ValueError("budget_steps, num_samples and eval_tasks must be >= 1")
+        if self.scheduler not in ("fifo", "asha"):
+            raise ValueError(f"unknown scheduler {self.scheduler!r}: use 'fifo' or 'asha'")
+        if self.scheduler == "asha" and self.study == "prior":
+            raise ValueError("ASHA ranks trials by their in-loop validation, which the prior study draws from each "
+                             "trial's own prior; run the prior study with the fifo scheduler")
+        if self.report_every is not None and self.report_every < 1:
+            raise ValueError(f"report_every must be >= 1, got {self.report_every}")
+        if not self.trial_cpus > 0:
+            raise ValueError(f"trial_cpus must be > 0, got {self.trial_cpus}")
+
+    def study_spec(self) -> Study:
+        """The study's search space for this base and budget (grid studies repeated over seeds)."""
+        return with_seeds(study_space(self.study, self.base, self.budget_steps), self.base.seed, self.num_samples)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """Where a sweep writes and how it runs (not part of what it computes)."""
+
+    storage_path: str = "runs/sweeps"
+    name: str | None = None
+    resume: bool = False
+    tracking_uri: str | None = None
+    experiment: str = EXPERIMENT
+    output: str | None = None
+    max_concurrent_trials: int | None = None
+    verbose: int = 1
+
+
+@dataclass
+class SweepResult:
+    """Outcome of :func:`run_sweep`: per-trial rows, the ablation table and the files written."""
+
+    sweep_dir: Path
+    parent_run_id: str
+    trials: pd.DataFrame
+    table: pd.DataFrame
+    files: dict[str, Path]
+
+    @property
+    def n_failed(self) -> int:
+        return int((self.trials["status"] != "finished").sum())
+
+
+def sweep_to_dict(sweep: SweepConfig) -> dict[str, Any]:
+    return config_to_dict(sweep)
+
+
+def sweep_from_dict(data: Mapping[str, Any]) -> SweepConfig:
+    """Inverse of :func:`sweep_to_dict` (unknown keys raise ``ValueError``)."""
+    data = dict(data)
+    names = data.pop("real_datasets", None)
+    cfg = config_from_dict(SweepConfig, data)
+    return dataclasses.replace(cfg, real_datasets=tuple(names) if names else None)
+
+
+def trial_config(sweep: SweepConfig, overrides: Mapping[str, Any]) -> TrainConfig:
+    """The TrainConfig of one trial: the base schedule compressed into the budget, then the trial's overrides."""
+    base = sweep.base
+    scale = sweep.budget_steps / base.max_steps
+    every = sweep.report_every or max(1, sweep.budget_steps // 4)
+    cfg = dataclasses.replace(
+        base, max_steps=sweep.budget_steps, checkpoint_every=every, val_every=every,
+        optim=dataclasses.replace(base.optim, warmup_steps=round(base.optim.warmup_steps * scale)),
+        objective=dataclasses.replace(base.objective,
+                                      warmup_matching_steps=round(base.objective.warmup_matching_steps * scale)))
+    return apply_overrides(cfg, dict(overrides))
+
+
+def trial_footprint(cfg: TrainConfig, trial_cpus: float) -> dict[str, float]:
+    """Logical resources one running trial holds: its driver, the Train workers, the prior actors, a read task."""
+    cpus = trial_cpus + cfg.stream.num_actors * cfg.stream.actor_cpus + READ_TASK_CPUS
+    cpus += 0 if cfg.use_gpu else cfg.num_workers
+    return {"CPU": cpus, "GPU": float(cfg.num_workers) if cfg.use_gpu else 0.0}
+
+
+def default_max_concurrent(cfg: TrainConfig, trial_cpus: float, cluster: Mapping[str, float]) -> int:
+    """How many trials fit in ``cluster`` (``ray.cluster_resources()``) at once (at least 1)."""
+    need = trial_footprint(cfg, trial_cpus)
+    fits = [cluster.get(k, 0.0) // v for k, v in need.items() if v > 0]
+    return max(1, int(min(fits)))
+
+
+def _median_step_ms(client: MlflowClient, run_id: str) -> tuple[float, float]:
+    """Median compute time per step (step time minus data wait) and median wall time per step, in ms.
+
+    The first step is left out when there are others (it includes the first forward's start-up costs).
+    """
+    times = {m.step: m.value for m in client.get_metric_history(run_id, "step_time_s")}
+    waits = {m.step: m.value for m in client.get_metric_history(run_id, "data_wait_fraction")}
+    steps = sorted(times)[1:] if len(times) > 1 else sorted(times)
+    if not steps:
+        return math.nan, math.nan
+    wall = pd.Series([times[s] for s in steps])
+    compute = pd.Series([times[s] * (1.0 - waits.get(s, 0.0)) for s in steps])
+    return 1000 * float(compute.median()), 1000 * float(wall.median())
+
+
+def _score(cfg: TrainConfig, sweep: SweepConfig, net, checkpoint: Path) -> dict[str, float]:
+    """Fixed synthetic tasks, then the real suite when asked."""
+    from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic
+
+    t0 = time.perf_counter()
+    metrics = summarize_synthetic(score_tasks(net, fixed_synthetic_tasks(sweep.base.stream, sweep.eval_tasks)))
+    if sweep.real:
+        from pipeline.evaluation.suites import real_suite
+
+        datasets = real_suite(sweep.benchmarks_dir, list(sweep.real_datasets) if sweep.real_datasets else None)
+        metrics.update(evaluate_real(checkpoint, datasets, seed=cfg.seed))
+    metrics["eval_s"] = time.perf_counter() - t0
+    return metrics
+
+
+def _open_child_run(record: dict, overrides: Mapping[str, Any], cfg: TrainConfig, study: Study, *,
+                    tracking_uri: str, experiment_id: str, parent_run_id: str, trial_id: str) -> str:
+    """Reopen the trial's MLflow child run (a rerun trial) or create it with Tune's ``setup_mlflow``."""
+    if record.get("mlflow_run_id"):
+        MlflowClient(tracking_uri).update_run(record["mlflow_run_id"], status="RUNNING")
+        return record["mlflow_run_id"]
+    from ray.air.integrations.mlflow import setup_mlflow
+
+    tags = {"mlflow.parentRunId": parent_run_id, "study": study.name, "trial_id": trial_id,
+            "variant": study.variant(overrides)}
+    ml = setup_mlflow(dict(overrides), tracking_uri=tracking_uri, experiment_id=experiment_id,
+                      run_name=f"{study.variant(overrides)} [{trial_id}]", tags=tags)
+    ml.log_dict(config_to_dict(cfg), "train_config.json")
+    return ml.active_run().info.run_id
+
+
+def _end_child_run(tracking_uri: str, run_id: str, status: str) -> None:
+    if mlflow.active_run() is not None:
+        mlflow.end_run(status=status)
+    else:
+        MlflowClient(tracking_uri).set_terminated(run_id, status=status)
+
+
+def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, tracking_uri: str,
+              experiment_id: str, parent_run_id: str) -> None:
+    """Ray Tune function trainable: one short pretraining (one ``TorchTrainer``) and its scores.
+
+    ``config`` holds the trial's values of the study's keys; the keyword arguments come through
+    ``tune.with_parameters`` and are the same for every trial of the sweep.
+    """
+    import ray.tune
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    from model import TabClustNet
+    from model.checkpoint import save_checkpoint
+    from pipeline.pretrain import build_trainer
+    from pipeline.train_loop import load_train_state
+
+    sweep_cfg = sweep_from_dict(sweep)
+    study = sweep_cfg.study_spec()
+    overrides = {k: config[k] for k in study.space}
+    cfg = trial_config(sweep_cfg, overrides)
+    trial_id = ray.tune.get_context().get_trial_id()
+    trial_dir = Path(sweep_dir) / TRIALS_DIR / trial_id
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    record_path = trial_dir / TRIAL_FILE
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {"trial_id": trial_id}
+    record.update(attempts=record.get("attempts", 0) + 1, overrides=overrides, status="running")
+    run_id = _open_child_run(record, overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
+                             parent_run_id=parent_run_id, trial_id=trial_id)
+    record["mlflow_run_id"] = run_id
+    record_path.write_text(json.dumps(record, indent=1))
+    logger.info("trial %s (%s), attempt %d", trial_id, study.variant(overrides), record["attempts"])
+    try:
+        t0 = time.time()
+        trainer = build_trainer(cfg, trial_dir / "train", tracking_uri, run_id, callbacks=[TuneReportCallback()])
+        result = trainer.fit()
+        if result.error is not None:
+            raise result.error
+        with result.checkpoint.as_directory() as directory:
+            state = load_train_state(directory)
+        net = TabClustNet(cfg.model)
+        net.load_state_dict(state["model"])
+        train_wall = time.time() - t0
+        model_path = save_checkpoint(trial_dir / "model.pt", net, {"train_config": config_to_dict(cfg),
+                                                                  "mlflow_run_id": run_id, "step": cfg.max_steps})
+        client = MlflowClient(tracking_uri)
+        ms_step, ms_wall = _median_step_ms(client, run_id)
+        metrics = {**_score(cfg, sweep_cfg, net, Path(model_path)), "ms_per_step": ms_step,
+                   "ms_per_step_wall": ms_wall, "train_wall_s": train_wall}
+        metrics = {k: v for k, v in metrics.items() if math.isfinite(v)}
+        now = int(time.time() * 1000)
+        client.log_batch(run_id, metrics=[Metric(k, v, now, cfg.max_steps) for k, v in metrics.items()])
+        client.set_tag(run_id, "model_checkpoint", str(model_path))
+    except BaseException:
+        record["status"] = "failed"
+        record_path.write_text(json.dumps(record, indent=1))
+        _end_child_run(tracking_uri, run_id, "FAILED")
+        raise
+    _end_child_run(tracking_uri, run_id, "FINISHED")
+    record.update(status="finished", metrics=metrics)
+    record_path.write_text(json.dumps(record, indent=1))
+    ray.tune.report({**{k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}, **metrics,
+                     "step": cfg.max_steps})
+
+
+def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
+    """One record per Tune trial: status (finished/failed/stopped), overrides and metrics, from ``trial.json``
+    where the trial got that far and from Tune's last result otherwise (e.g. a trial ASHA stopped)."""
+    records = []
+    for result in grid:
+        metrics = dict(result.metrics or {})
+        trial_id = metrics.get("trial_id") or Path(result.path).name
+        path = sweep_dir / TRIALS_DIR / str(trial_id) / TRIAL_FILE
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        overrides = {k: result.config.get(k) for k in study.space}
+        if saved.get("status") == "finished":
+            rec = {"status": "finished", "metrics": {**metrics, **saved["metrics"]}}
+        elif result.error is not None:
+            rec = {"status": "failed", "metrics": metrics, "error": str(result.error).splitlines()[0][:200]}
+        else:
+            rec = {"status": "stopped", "metrics": metrics}
+        records.append({"trial_id": str(trial_id), "overrides": overrides, "mlflow_run_id": saved.get("mlflow_run_id"),
+                        "attempts": saved.get("attempts", 0), **rec})
+    return records
+
+
+def _close_child_runs(client: MlflowClient, records: list[dict[str, Any]]) -> None:
+    """Child runs of trials that did not finish (stopped early, killed) are marked KILLED instead of RUNNING."""
+    for rec in records:
+        if rec["status"] != "finished" and rec["mlflow_run_id"]:
+            if client.get_run(rec["mlflow_run_id"]).info.status == "RUNNING":
+                client.set_terminated(rec["mlflow_run_id"], status="KILLED")
+
+
+def _open_parent(sweep: SweepConfig | None, options: SweepOptions, sweep_dir: Path) -> tuple[SweepConfig, str, str, str]:
+    """Create (or on resume, reopen) the sweep's record and MLflow parent run -> (sweep, uri, experiment, run)."""
+    record_path = sweep_dir / SWEEP_FILE
+    if options.resume:
+        if not record_path.is_file():
+            raise FileNotFoundError(f"cannot resume: no {SWEEP_FILE} in {sweep_dir}; check --storage-path and --name")
+        saved = json.loads(record_path.read_text())
+        sweep = sweep_from_dict(saved["sweep"])
+        uri = absolute_tracking_uri(options.tracking_uri or saved["tracking_uri"])
+        exp_id = setup_tracking(uri, saved["experiment"])
+        mlflow.start_run(run_id=saved["parent_run_id"])
+        mlflow.set_tag("resumed_at", datetime.now().isoformat(timespec="seconds"))
+        return sweep, uri, exp_id, saved["parent_run_id"]
+    if sweep is None:
+        raise ValueError("a new sweep needs a SweepConfig")
+    if record_path.exists():
+        raise FileExistsError(f"sweep {sweep_dir.name!r} already exists in {sweep_dir.parent}: pass --resume to "
+                              "continue it or choose another --name")
+    exp_id = setup_tracking(options.tracking_uri, options.experiment)
+    uri = absolute_tracking_uri(mlflow.get_tracking_uri())
+    mlflow.set_tracking_uri(uri)
+    run = mlflow.start_run(run_name=f"sweep {sweep_dir.name}")
+    mlflow.log_params({"study": sweep.study, "budget_steps": sweep.budget_steps, "num_samples": sweep.num_samples,
+                       "scheduler": sweep.scheduler, "eval_tasks": sweep.eval_tasks, "real": sweep.real})
+    mlflow.log_dict(config_to_dict(sweep.base), "base_config.json")
+    mlflow.set_tags({"sweep": sweep_dir.name, "study": sweep.study, "sweep_dir": str(sweep_dir)})
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    record_path.write_text(json.dumps({"parent_run_id": run.info.run_id, "tracking_uri": uri,
+                                       "experiment": options.experiment, "sweep": sweep_to_dict(sweep)}, indent=1))
+    return sweep, uri, exp_id, run.info.run_id
+
+
+def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_dir: Path, trainable):
+    """A fresh ``Tuner``, or the restored one when resuming a sweep whose Tune state exists."""
+    import ray
+    from ray import tune
+
+    if options.resume and tune.Tuner.can_restore(str(sweep_dir)):
+        logger.info("restoring the Tune experiment at %s (finished trials are kept)", sweep_dir)
+        return tune.Tuner.restore(str(sweep_dir), trainable, resume_unfinished=True, restart_errored=True)
+    probe = trial_config(sweep, {})
+    limit = options.max_concurrent_trials or default_max_concurrent(probe, sweep.trial_cpus, ray.cluster_resources())
+    scheduler = None
+    if sweep.scheduler == "asha":
+        every = probe.checkpoint_every
+        scheduler = tune.schedulers.ASHAScheduler(time_attr="step", metric="val_ari", mode="max",
+                                                  max_t=sweep.budget_steps, grace_period=every, reduction_factor=2)
+    logger.info("sweep %s: study %s, %d-step trials, at most %d at once", sweep_dir.name, sweep.study,
+                sweep.budget_steps, limit)
+    return tune.Tuner(
+        trainable, param_space=to_tune(study.space),
+        tune_config=tune.TuneConfig(num_samples=1 if study.is_grid else sweep.num_samples,
+                                    max_concurrent_trials=limit, scheduler=scheduler),
+        run_config=tune.RunConfig(name=sweep_dir.name, storage_path=str(sweep_dir.parent), verbose=options.verbose,
+                                  failure_config=tune.FailureConfig(max_failures=0)),
+    )
+
+
+def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions()) -> SweepResult:
+    """Run (or resume) an ablation sweep on the connected Ray cluster and write its table.
+
+    Parameters
+    ----------
+    sweep : SweepConfig or None
+        What to run; ignored (may be None) when ``options.resume`` (the saved one is used).
+    options : SweepOptions
+        Storage, sweep name, resume, tracking, table folder (default: the sweep folder), concurrency.
+
+    Returns
+    -------
+    SweepResult
+        Failed trials are rows with status ``failed`` (rerun them with ``resume=True``); nothing raises for them.
+    """
+    from ray import tune
+
+    if options.resume and not options.name:
+        raise ValueError("resume needs the sweep's name (--name)")
+    name = options.name or f"{sweep.study}-{datetime.now():%Y%m%d-%H%M%S}"
+    sweep_dir = Path(options.storage_path).resolve() / name
+    sweep, uri, exp_id, parent_id = _open_parent(sweep, options, sweep_dir)
+    try:
+        study = sweep.study_spec()
+        trainable = tune.with_resources(
+            tune.with_parameters(run_trial, sweep=sweep_to_dict(sweep), sweep_dir=str(sweep_dir), tracking_uri=uri,
+                                 experiment_id=exp_id, parent_run_id=parent_id), {"cpu": sweep.trial_cpus})
+        grid = _build_tuner(sweep, study, options, sweep_dir, trainable).fit()
+        records = _trial_records(grid, study, sweep_dir)
+        _close_child_runs(MlflowClient(uri), records)
+        trials = report.trial_frame(records, study)
+        table = report.ablation_table(trials, study)
+        header = [f"Budget: {sweep.budget_steps} steps of {sweep.base.global_batch} tasks per trial; model "
+                  f"col_dim={sweep.base.model.col_dim}, dec_blocks={sweep.base.model.dec_blocks}; "
+                  f"{sweep.num_samples} sample(s); scheduler {sweep.scheduler}.",
+                  f"Synthetic: {sweep.eval_tasks} fixed held-out prior tasks (GMM+ZEUS); real: "
+                  + (f"{len(sweep.real_datasets) if sweep.real_datasets else 22} UCI datasets." if sweep.real
+                     else "not evaluated (--real).") + f" Sweep `{name}`, MLflow parent run `{parent_id}`."]
+        files = report.write_tables(options.output or sweep_dir, study, trials, table, header)
+        for path in files.values():
+            mlflow.log_artifact(str(path), artifact_path="ablation")
+        mlflow.log_metrics({"trials_finished": float((trials["status"] == "finished").sum()),
+                            "trials_total": float(len(trials))})
+        mlflow.end_run()
+    except BaseException:
+        mlflow.end_run(status="FAILED")
+        raise
+    return SweepResult(sweep_dir=sweep_dir, parent_run_id=parent_id, trials=trials, table=table, files=files)

@@ -1,0 +1,89 @@
+"""Scoring one trial's final network: the fixed held-out synthetic tasks and, optionally, the real suite.
+
+The synthetic set is the pipeline's validation set (seeds ``2**62 + i``, :mod:`pipeline.validation`) drawn from
+the sweep's base prior with both mechanisms (``kind="mix"``), whatever prior a trial trained on, so every trial
+of every study is scored on the same tasks. Per task: ARI/NMI at the inferred K and the absolute error of that
+K (``pipeline.validation.task_scores``); summaries are medians (ARI, NMI, and the paper's "median kMAE") and
+the mean absolute K error. Each task's mechanism gives the GMM/ZEUS columns of the prior study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from model.batching import collate, to_torch
+from pipeline.config import StreamConfig
+from pipeline.validation import make_validation_tasks, task_scores
+from priors import PriorDataset
+
+logger = logging.getLogger(__name__)
+
+
+def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDataset]:
+    """The sweep's held-out tasks: the validation seeds under ``stream``'s prior with both mechanisms."""
+    return make_validation_tasks(dataclasses.replace(stream, kind="mix"), n_tasks)
+
+
+@torch.no_grad()
+def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int = 8) -> list[dict[str, float | str]]:
+    """Per-task scores of ``net`` (on CPU, eval mode) with each task's ``mechanism``, in the order of ``tasks``."""
+    net.eval()
+    order = sorted(range(len(tasks)), key=lambda i: (tasks[i].X.shape[0], tasks[i].X.shape[1]))
+    scores: dict[int, dict] = {}
+    for start in range(0, len(order), chunk):
+        idx = order[start:start + chunk]
+        batch = collate([tasks[i] for i in idx])
+        tb = to_torch(batch)
+        out = net.infer(tb["X"], tb["row_mask"], tb["col_mask"], tb["cat_mask"])
+        probs, k_logits = out.probs.float().numpy(), out.k_logits.float().numpy()
+        for b, i in enumerate(idx):
+            n = int(batch["row_mask"][b].sum())
+            s = task_scores(probs[b, :, :n], k_logits[b], batch["y"][b, :n], int(batch["n_clusters"][b]))
+            scores[i] = {**s, "mechanism": str(tasks[i].meta.get("mechanism"))}
+    return [scores[i] for i in range(len(tasks))]
+
+
+def summarize_synthetic(scores: Sequence[dict]) -> dict[str, float]:
+    """``syn_ari``/``syn_nmi`` (medians), ``syn_k_mae`` (mean), ``syn_k_medae`` (median), per-mechanism ARI."""
+    if not scores:
+        return {}
+    ari = np.array([s["ari"] for s in scores])
+    k_err = np.array([s["k_abs_err"] for s in scores])
+    out = {"syn_ari": float(np.median(ari)), "syn_nmi": float(np.median([s["nmi"] for s in scores])),
+           "syn_k_mae": float(k_err.mean()), "syn_k_medae": float(np.median(k_err)), "syn_tasks": float(len(scores))}
+    for mech in ("gmm", "zeus"):
+        group = [s["ari"] for s in scores if s["mechanism"] == mech]
+        out[f"syn_ari_{mech}"] = float(np.median(group)) if group else float("nan")
+    return out
+
+
+def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0) -> dict[str, float]:
+    """Cluster each real dataset with the checkpoint (K inferred) -> median ARI/NMI, mean/median K error.
+
+    A dataset that fails is logged and left out; ``real_datasets`` counts those scored.
+    """
+    from pipeline.evaluation.methods import MethodSpec, run_method
+    from pipeline.evaluation.metrics import clustering_scores
+
+    spec = MethodSpec("TabClustPFN", "TabClustPFN", "auto")
+    rows = []
+    for ds in datasets:
+        try:
+            out = run_method(spec, ds, checkpoint=str(checkpoint), seed=seed)
+        except Exception as exc:  # one bad dataset must not lose the trial's other scores
+            logger.warning("real dataset %s failed: %s", ds.name, exc)
+            continue
+        rows.append({**clustering_scores(ds.y, out["labels"]), "k_err": abs(out["k_pred"] - ds.n_clusters)})
+    if not rows:
+        return {"real_datasets": 0.0}
+    k_err = np.array([r["k_err"] for r in rows], dtype=float)
+    return {"real_ari": float(np.median([r["ari"] for r in rows])),
+            "real_nmi": float(np.median([r["nmi"] for r in rows])),
+            "real_k_mae": float(k_err.mean()), "real_k_medae": float(np.median(k_err)),
+            "real_datasets": float(len(rows))}
