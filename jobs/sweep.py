@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     try:
         sweep = None
+        if args.resume and not args.name:
+            raise ValueError("--resume needs --name (the sweep folder under --storage-path)")
         if not args.resume:
             if args.study is None:
                 raise ValueError("--study is required for a new sweep")

@@ -186,12 +186,16 @@ def _score(cfg: TrainConfig, sweep: SweepConfig, net, checkpoint: Path) -> dict[
     return metrics
 
 
-def _open_child_run(record: dict, overrides: Mapping[str, Any], cfg: TrainConfig, study: Study, *,
-                    tracking_uri: str, experiment_id: str, parent_run_id: str, trial_id: str) -> str:
-    """Reopen the trial's MLflow child run (a rerun trial) or create it with Tune's ``setup_mlflow``."""
-    if record.get("mlflow_run_id"):
-        MlflowClient(tracking_uri).update_run(record["mlflow_run_id"], status="RUNNING")
-        return record["mlflow_run_id"]
+def _open_child_run(overrides: Mapping[str, Any], cfg: TrainConfig, study: Study, *, tracking_uri: str,
+                    experiment_id: str, parent_run_id: str, trial_id: str) -> str:
+    """The trial's MLflow child run: reopened when a rerun trial already has one, else created with Tune's
+    ``setup_mlflow`` (tagged with the parent run and the trial id, which the lookup uses)."""
+    client = MlflowClient(tracking_uri)
+    found = client.search_runs([experiment_id], filter_string=f"tags.trial_id = '{trial_id}' and "
+                               f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
+    if found:
+        client.update_run(found[0].info.run_id, status="RUNNING")
+        return found[0].info.run_id
     from ray.air.integrations.mlflow import setup_mlflow
 
     tags = {"mlflow.parentRunId": parent_run_id, "study": study.name, "trial_id": trial_id,
@@ -209,20 +213,51 @@ def _end_child_run(tracking_uri: str, run_id: str, status: str) -> None:
         MlflowClient(tracking_uri).set_terminated(run_id, status=status)
 
 
-def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, tracking_uri: str,
-              experiment_id: str, parent_run_id: str) -> None:
-    """Ray Tune function trainable: one short pretraining (one ``TorchTrainer``) and its scores.
+def _train_and_score(cfg: TrainConfig, sweep: SweepConfig, trial_dir: Path, tracking_uri: str,
+                     run_id: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Fit one ``TorchTrainer`` (Train reports go on to Tune), save the final model, score it.
 
-    ``config`` holds the trial's values of the study's keys; the keyword arguments come through
-    ``tune.with_parameters`` and are the same for every trial of the sweep.
+    Returns the last Train report and the trial's scores (also logged to the child run at the final step).
     """
-    import ray.tune
     from ray.tune.integration.ray_train import TuneReportCallback
 
     from model import TabClustNet
     from model.checkpoint import save_checkpoint
     from pipeline.pretrain import build_trainer
     from pipeline.train_loop import load_train_state
+
+    t0 = time.time()
+    result = build_trainer(cfg, trial_dir / "train", tracking_uri, run_id, callbacks=[TuneReportCallback()]).fit()
+    if result.error is not None:
+        raise result.error
+    with result.checkpoint.as_directory() as directory:
+        state = load_train_state(directory)
+    net = TabClustNet(cfg.model)
+    net.load_state_dict(state["model"])
+    train_wall = time.time() - t0
+    model_path = save_checkpoint(trial_dir / "model.pt", net, {"train_config": config_to_dict(cfg),
+                                                              "mlflow_run_id": run_id, "step": cfg.max_steps})
+    client = MlflowClient(tracking_uri)
+    ms_step, ms_wall = _median_step_ms(client, run_id)
+    metrics = {**_score(cfg, sweep, net, Path(model_path)), "ms_per_step": ms_step, "ms_per_step_wall": ms_wall,
+               "train_wall_s": train_wall}
+    metrics = {k: v for k, v in metrics.items() if math.isfinite(v)}
+    now = int(time.time() * 1000)
+    client.log_batch(run_id, metrics=[Metric(k, v, now, cfg.max_steps) for k, v in metrics.items()])
+    client.set_tag(run_id, "model_checkpoint", str(model_path))
+    last = {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}
+    return last, metrics
+
+
+def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, tracking_uri: str,
+              experiment_id: str, parent_run_id: str) -> None:
+    """Ray Tune function trainable: one short pretraining (one ``TorchTrainer``) and its scores.
+
+    ``config`` holds the trial's values of the study's keys; the keyword arguments come through
+    ``tune.with_parameters`` and are the same for every trial of the sweep. ``trial.json`` counts the
+    attempts (a trial rerun after a failure or a dead driver is one more).
+    """
+    import ray.tune
 
     sweep_cfg = sweep_from_dict(sweep)
     study = sweep_cfg.study_spec()
@@ -234,32 +269,14 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
     record_path = trial_dir / TRIAL_FILE
     record = json.loads(record_path.read_text()) if record_path.is_file() else {"trial_id": trial_id}
     record.update(attempts=record.get("attempts", 0) + 1, overrides=overrides, status="running")
-    run_id = _open_child_run(record, overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
+    record_path.write_text(json.dumps(record, indent=1))
+    run_id = _open_child_run(overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
                              parent_run_id=parent_run_id, trial_id=trial_id)
     record["mlflow_run_id"] = run_id
     record_path.write_text(json.dumps(record, indent=1))
     logger.info("trial %s (%s), attempt %d", trial_id, study.variant(overrides), record["attempts"])
     try:
-        t0 = time.time()
-        trainer = build_trainer(cfg, trial_dir / "train", tracking_uri, run_id, callbacks=[TuneReportCallback()])
-        result = trainer.fit()
-        if result.error is not None:
-            raise result.error
-        with result.checkpoint.as_directory() as directory:
-            state = load_train_state(directory)
-        net = TabClustNet(cfg.model)
-        net.load_state_dict(state["model"])
-        train_wall = time.time() - t0
-        model_path = save_checkpoint(trial_dir / "model.pt", net, {"train_config": config_to_dict(cfg),
-                                                                  "mlflow_run_id": run_id, "step": cfg.max_steps})
-        client = MlflowClient(tracking_uri)
-        ms_step, ms_wall = _median_step_ms(client, run_id)
-        metrics = {**_score(cfg, sweep_cfg, net, Path(model_path)), "ms_per_step": ms_step,
-                   "ms_per_step_wall": ms_wall, "train_wall_s": train_wall}
-        metrics = {k: v for k, v in metrics.items() if math.isfinite(v)}
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, metrics=[Metric(k, v, now, cfg.max_steps) for k, v in metrics.items()])
-        client.set_tag(run_id, "model_checkpoint", str(model_path))
+        last, metrics = _train_and_score(cfg, sweep_cfg, trial_dir, tracking_uri, run_id)
     except BaseException:
         record["status"] = "failed"
         record_path.write_text(json.dumps(record, indent=1))
@@ -268,8 +285,7 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
     _end_child_run(tracking_uri, run_id, "FINISHED")
     record.update(status="finished", metrics=metrics)
     record_path.write_text(json.dumps(record, indent=1))
-    ray.tune.report({**{k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float))}, **metrics,
-                     "step": cfg.max_steps})
+    ray.tune.report({**last, **metrics, "step": cfg.max_steps})
 
 
 def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:

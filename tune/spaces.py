@@ -84,8 +84,9 @@ class Study:
         return all(isinstance(d, Grid) for d in self.space.values())
 
     def variant(self, overrides: Mapping[str, Any]) -> str:
-        """Display name of a trial from its overrides (the paper's name for a grid study's value)."""
-        keys = [k for k in self.space if k in overrides]
+        """Display name of a trial from its overrides (the paper's name for a grid study's value); the run seed
+        of a repeated grid study is not part of the name, so the seeds of a variant share it."""
+        keys = [k for k in self.space if k in overrides and k != "seed"]
         if self.labels and len(keys) == 1:
             value = overrides[keys[0]]
             return self.labels.get(value, str(value))

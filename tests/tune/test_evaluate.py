@@ -1,0 +1,56 @@
+"""Scoring a trial: the fixed synthetic set agrees with the pipeline's Validator and ignores the trial's prior."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from model import ModelConfig, TabClustNet
+from model.checkpoint import save_checkpoint
+from pipeline.config import train_preset
+from pipeline.validation import Validator
+from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic
+
+
+@pytest.fixture(scope="module")
+def tiny_net():
+    with torch.random.fork_rng(devices=[]):  # seeded weights; the global RNG of other tests is untouched
+        torch.manual_seed(0)
+        return TabClustNet(ModelConfig.preset("tiny")).eval()
+
+
+def test_the_fixed_set_is_the_same_whatever_prior_a_trial_trains_on():
+    stream = train_preset("tiny", smoke=True).stream
+    tasks = {kind: fixed_synthetic_tasks(dataclasses.replace(stream, kind=kind), 6) for kind in ("gmm", "zeus", "mix")}
+    for kind in ("gmm", "zeus"):
+        for a, b in zip(tasks[kind], tasks["mix"]):
+            np.testing.assert_array_equal(a.X, b.X)
+    assert {t.meta["mechanism"] for t in tasks["mix"]} <= {"gmm", "zeus"}
+
+
+def test_synthetic_scores_match_the_pipeline_validator(tiny_net):
+    stream = dataclasses.replace(train_preset("tiny", smoke=True).stream, kind="mix")
+    scores = score_tasks(tiny_net, fixed_synthetic_tasks(stream, 12), chunk=5)
+    mine = summarize_synthetic(scores)
+    theirs = Validator(stream, 12).evaluate(tiny_net)
+    assert mine["syn_ari"] == pytest.approx(theirs["val_ari"], abs=1e-6)
+    assert mine["syn_nmi"] == pytest.approx(theirs["val_nmi"], abs=1e-6)
+    assert mine["syn_k_mae"] == pytest.approx(theirs["val_k_mae"], abs=1e-6)
+    errors = [s["k_abs_err"] for s in scores]
+    assert mine["syn_k_medae"] == np.median(errors) and mine["syn_tasks"] == 12
+    for mech in ("gmm", "zeus"):
+        group = [s["ari"] for s in scores if s["mechanism"] == mech]
+        assert group and mine[f"syn_ari_{mech}"] == np.median(group)
+
+
+def test_real_suite_scores_are_medians_over_the_datasets(tiny_net, tmp_path):
+    from pipeline.evaluation.suites import real_suite
+
+    path = save_checkpoint(tmp_path / "tiny.pt", tiny_net, {})
+    datasets = real_suite(names=["iris", "wine"])
+    out = evaluate_real(path, datasets)
+    assert out["real_datasets"] == 2
+    assert -1 <= out["real_ari"] <= 1 and 0 <= out["real_nmi"] <= 1 and out["real_k_mae"] >= 0

@@ -1,0 +1,156 @@
+"""End to end on local Ray: smoke sweeps through Tune -> TorchTrainer, MLflow nesting, tables, resuming."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tune.driver import EXPERIMENT, TRIAL_FILE, TRIALS_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+BUDGET = 2  # steps per trial: the cost is Ray Train's start-up, not the steps
+
+
+def _runs(tracking_uri: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return client, parents, children
+
+
+def _trial_records(sweep_dir: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (sweep_dir / TRIALS_DIR).glob(f"*/{TRIAL_FILE}")}
+
+
+def _tune_last_results(sweep_dir: Path) -> list[dict]:
+    """The last result each trial reported to Tune (Tune's own ``result.json`` in its trial folder)."""
+    out = []
+    for path in sweep_dir.glob("run_trial_*/result.json"):
+        lines = path.read_text().strip().splitlines()
+        out.append(json.loads(lines[-1]))
+    return out
+
+
+def _terminated_in_tune_state(sweep_dir: Path) -> int:
+    """Trials Tune's saved experiment state holds as TERMINATED (what ``Tuner.restore`` will keep)."""
+    count = 0
+    for path in glob.glob(str(sweep_dir / "experiment_state-*.json")):
+        try:
+            state = json.loads(Path(path).read_text())
+        except (OSError, ValueError):  # being rewritten
+            return 0
+        count += sum(json.loads(t[0]).get("status") == "TERMINATED" for t in state["trial_data"])
+    return count
+
+
+def _second_trial_started(sweep_dir: Path) -> bool:
+    """A trial other than the finished one has opened its MLflow child run (its TorchTrainer starts next)."""
+    records = _trial_records(sweep_dir).values()
+    return any(rec.get("mlflow_run_id") and rec["status"] == "running" for rec in records)
+
+
+@pytest.mark.slow
+def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_local, tracking_uri, tmp_path):
+    """Two trials end to end through the CLI. The driver is killed once the first trial has finished and the
+    second has started; ``--resume`` reruns only the second (same MLflow child run), and the finished sweep is
+    fully reported, tabulated and tracked."""
+    storage = tmp_path / "sweeps"
+    sweep_dir = storage / "cut"
+    address = ray_local.get_runtime_context().gcs_address
+    common = ["--name", "cut", "--storage-path", str(storage), "--tracking-uri", tracking_uri, "--address", address,
+              "--output", str(tmp_path / "tables")]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TUNE_GLOBAL_CHECKPOINT_S="0")  # Tune saves its state every step
+    log = open(tmp_path / "first.log", "w")
+    first = subprocess.Popen([sys.executable, "jobs/sweep.py", "--study", "coupling", "--smoke", "--budget-steps",
+                              str(BUDGET), "--eval-tasks", "4", "--max-concurrent-trials", "1", *common],
+                             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 400
+        while not (_terminated_in_tune_state(sweep_dir) == 1 and _second_trial_started(sweep_dir)):
+            assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+            assert time.time() < deadline, "the first trial did not finish in time"
+            time.sleep(0.2)
+    finally:
+        first.send_signal(signal.SIGKILL)  # the driver dies without any chance to clean up
+        first.wait()
+        log.close()
+    before = _trial_records(sweep_dir)
+    done_before = [t for t, rec in before.items() if rec["status"] == "finished"]
+    assert len(done_before) == 1 and len(before) == 2, before
+    cut = next(t for t in before if t not in done_before)  # killed while starting its TorchTrainer
+    assert not (tmp_path / "tables").exists()
+
+    resumed = subprocess.run([sys.executable, "jobs/sweep.py", "--resume", *common], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=500)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+
+    after = _trial_records(sweep_dir)
+    assert len(after) == 2 and all(rec["status"] == "finished" for rec in after.values())
+    assert after[done_before[0]]["attempts"] == 1  # the finished trial was not run again
+    assert after[done_before[0]]["metrics"] == before[done_before[0]]["metrics"]
+    assert after[cut]["attempts"] == 2 and after[cut]["mlflow_run_id"] == before[cut]["mlflow_run_id"]
+    reported = _tune_last_results(sweep_dir)
+    assert len(reported) == 2
+    for last in reported:  # each trial's final scores reached Tune with its last report
+        assert last["step"] == BUDGET and 0 <= last["syn_nmi"] <= 1 and last["ms_per_step"] > 0
+
+    table = pd.read_csv(tmp_path / "tables" / "ablation_coupling.csv")
+    assert list(table["variant"]) == ["Additive", "Decoupled"] and list(table["n"]) == [1, 1]
+    assert table["syn_ari"].notna().all() and table["paper_syn_ari"].tolist() == [0.8103, 0.8308]
+    markdown = (tmp_path / "tables" / "ablation_coupling.md").read_text()
+    assert "| Additive | 1 |" in markdown and "| Decoupled | 1 |" in markdown and "| Real ARI |" not in markdown
+    assert markdown in resumed.stdout
+
+    client, parents, children = _runs(tracking_uri)
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    parent_id = parents[0].info.run_id
+    assert {a.path for a in client.list_artifacts(parent_id, "ablation")} == {
+        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv"}
+    assert len(children) == 2, "a rerun trial reopens its child run instead of adding one"
+    for child in children:
+        assert child.data.tags["mlflow.parentRunId"] == parent_id and child.info.status == "FINISHED"
+        assert child.data.params["objective.coupling"] == child.data.tags["variant"].lower()
+        steps = [m.step for m in client.get_metric_history(child.info.run_id, "pin_loss")]
+        assert sorted(steps) == list(range(1, BUDGET + 1))  # the Train worker logged each step once
+        assert "syn_ari" in child.data.metrics and "ms_per_step" in child.data.metrics
+
+
+@pytest.fixture()
+def sweep_job():
+    """jobs/sweep.py as a module (jobs/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("sweep_job", REPO / "jobs" / "sweep.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--resume"], "--resume needs --name"),
+    (["--smoke"], "--study is required"),
+    (["--study", "prior", "--scheduler", "asha", "--smoke"], "prior study"),
+    (["--study", "decoder", "--smoke", "--set", "model.decoder_kind=naive"], "unknown key"),
+])
+def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: pytest.fail("Ray started for a bad request"))
+    assert sweep_job.main(argv) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_cli_refuses_to_resume_a_sweep_that_does_not_exist(sweep_job, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: False)
+    assert sweep_job.main(["--resume", "--name", "nope", "--storage-path", str(tmp_path)]) == 1
+    assert "cannot resume" in capsys.readouterr().err
