@@ -1,8 +1,8 @@
 """Run the benchmark: every (method, dataset) pair as a Ray task with a timeout, then tables, plots and MLflow.
 
 A task that raises, whose worker dies, or that runs past ``timeout_s`` is recorded as a failed run (status
-``failed`` or ``timeout``, NaN scores, the reason in ``error``) and the run goes on. At most ``num_workers``
-tasks are in flight, so a task starts as soon as it is submitted and its deadline counts from submission.
+``failed`` or ``timeout``, NaN scores, the reason in ``error``) and the run goes on. A task's deadline counts
+from the moment it starts running, and at most ``num_workers`` tasks are in flight.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 QUICK_REAL = ("haberman", "iris", "wine")  # small, one with a categorical column
 QUICK_SYNTHETIC = (2, 2)  # GMM, ZEUS datasets
 QUICK_CALIBRATION = 16
+_STARTED = "__task_started__"
 
 
 @dataclass(frozen=True)
@@ -84,39 +85,58 @@ def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str
                 "seconds": time.perf_counter() - start, "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+def _started_then(fn: Callable, *args: Any):
+    """Ray streaming task body: yield a marker as soon as the task runs, then ``fn(*args)``."""
+    yield _STARTED
+    yield fn(*args)
+
+
 def run_with_timeouts(calls: list[tuple[Any, Callable, tuple]], *, timeout_s: float, num_workers: int,
                       desc: str = "tasks", progress: bool = True) -> dict[Any, Any]:
-    """Run ``fn(*args)`` for each ``(key, fn, args)`` as a Ray task; return ``{key: result or TaskFailure}``."""
+    """Run ``fn(*args)`` for each ``(key, fn, args)`` as a Ray task; return ``{key: result or TaskFailure}``.
+
+    Each task is a streaming generator that first yields a start marker, so its deadline counts from the moment
+    it starts running (not from submission, which may wait for a free CPU or a new worker process); a task
+    past its deadline is cancelled (its worker killed). At most ``num_workers`` tasks are in flight.
+    """
     import ray
     from tqdm.auto import tqdm
 
-    queue, pending, results = deque(calls), {}, {}
-    remote_fns: dict[Callable, Any] = {}
+    remote = ray.remote(num_cpus=1, max_retries=0, num_returns="streaming")(_started_then)
+    queue, pending, results = deque(calls), {}, {}  # pending: generator -> [key, deadline or None]
     with tqdm(total=len(calls), desc=desc, disable=not progress) as bar:
+
+        def finish(gen, value) -> None:
+            key, _ = pending.pop(gen)
+            results[key] = value
+            bar.update(1)
+
         while queue or pending:
             while queue and len(pending) < num_workers:
                 key, fn, args = queue.popleft()
-                if fn not in remote_fns:
-                    remote_fns[fn] = ray.remote(num_cpus=1, max_retries=0)(fn)
-                ref = remote_fns[fn].remote(*args)
-                pending[ref] = (key, time.monotonic() + timeout_s)
-            wait_s = max(0.05, min(deadline for _, deadline in pending.values()) - time.monotonic())
-            done, _ = ray.wait(list(pending), num_returns=1, timeout=min(wait_s, 5.0))
-            for ref in done:
-                key, _ = pending.pop(ref)
+                pending[remote.remote(fn, *args)] = [key, None]
+            deadlines = [d for _, d in pending.values() if d is not None]
+            wait_s = min(5.0, max(0.05, min(deadlines) - time.monotonic())) if deadlines else 5.0
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
+            for gen in ready:
                 try:
-                    results[key] = ray.get(ref)
+                    value = ray.get(next(gen))
+                except StopIteration:
+                    finish(gen, TaskFailure("failed", "the task ended without a result"))
+                    continue
                 except ray.exceptions.RayError as exc:
-                    results[key] = TaskFailure("failed", f"worker error: {type(exc).__name__}: {exc}"[:300])
-                bar.update(1)
+                    finish(gen, TaskFailure("failed", f"worker error: {type(exc).__name__}: {exc}"[:300]))
+                    continue
+                if isinstance(value, str) and value == _STARTED and pending[gen][1] is None:
+                    pending[gen][1] = time.monotonic() + timeout_s
+                else:
+                    finish(gen, value)
             now = time.monotonic()
-            for ref, (key, deadline) in list(pending.items()):
-                if now > deadline:
-                    ray.cancel(ref, force=True)
-                    pending.pop(ref)
-                    results[key] = TaskFailure("timeout", f"no result within {timeout_s:g} s; cancelled")
+            for gen, (key, deadline) in list(pending.items()):
+                if deadline is not None and now > deadline:
+                    ray.cancel(gen, force=True)
+                    finish(gen, TaskFailure("timeout", f"no result within {timeout_s:g} s; cancelled"))
                     logger.warning("%s timed out after %g s", key, timeout_s)
-                    bar.update(1)
     return results
 
 

@@ -111,3 +111,13 @@ def test_unusable_checkpoint_or_k_fails_before_any_table(job, tmp_path, tiny_che
     assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "11"]) == 1
     assert "n_clusters=11 is outside 2..10" in capsys.readouterr().err
     assert not (tmp_path / "out" / "summary.csv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "model" / "weights" / "tabclustpfn-small.pt").is_file(),
+                    reason="the shipped checkpoint is not in model/weights yet")
+def test_readme_first_command_with_the_shipped_checkpoint(ray_local, job, tmp_path, tracking_uri, capsys):
+    code = job.main(["--output", str(tmp_path / "out"), "--tracking-uri", tracking_uri, "--no-progress"])
+    assert code == 0, capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert (summary["status"] == "ok").all() and summary["ari"].notna().all()

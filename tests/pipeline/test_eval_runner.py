@@ -37,12 +37,20 @@ def tiny_checkpoint(tmp_path_factory):
 
 def test_a_slow_task_times_out_and_the_others_complete(ray_local):
     start = time.monotonic()
-    out = run_with_timeouts([("slow", _sleep, (120.0,)), ("fast", _sleep, (0.0,)), ("bad", _boom, ())],
-                            timeout_s=10.0, num_workers=2, progress=False)
+    calls = [("slow", _sleep, (120.0,)), ("fast", _sleep, (0.0,)), ("bad", _boom, ())]
+    out = run_with_timeouts(calls, timeout_s=5.0, num_workers=2, progress=False)
     assert time.monotonic() - start < 90
     assert out["fast"] == "woke"
     assert isinstance(out["slow"], TaskFailure) and out["slow"].status == "timeout"
     assert isinstance(out["bad"], TaskFailure) and "boom" in out["bad"].error
+
+
+def test_the_deadline_counts_from_the_start_of_a_queued_task(ray_local):
+    # 12 naps of 2 s on the session's 4 CPUs run in >= 3 waves: the last start >= 4 s after submission, so a
+    # deadline of 5 s counted from submission would cancel them
+    calls = [(i, _sleep, (2.0,)) for i in range(12)]
+    out = run_with_timeouts(calls, timeout_s=5.0, num_workers=12, progress=False)
+    assert all(v == "woke" for v in out.values()), out
 
 
 def test_a_failing_method_is_a_failed_record_not_an_exception():
