@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print(result.files["markdown"].read_text())
     print(f"sweep folder: {result.sweep_dir}\nMLflow parent run: {result.parent_run_id}")
     if result.n_failed:
-        print(f"{result.n_failed} trial(s) did not finish; rerun them with --name {result.sweep_dir.name} --resume",
+        print(f"{result.n_failed} trial(s) failed; rerun them with --name {result.sweep_dir.name} --resume",
               file=sys.stderr)
         return 2
     return 0

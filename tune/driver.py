@@ -1,13 +1,15 @@
 """Ablation sweeps: a Ray Tune function per trial that drives one ``TorchTrainer``, tracked as nested MLflow runs.
 
-Layout of a sweep ``<storage_path>/<name>/``: Tune's experiment state and trial folders, ``sweep.json`` (the
-:class:`SweepConfig`, the MLflow parent run and tracking URI) and ``trials/<trial_id>/`` per trial with its Ray
-Train run (``train/``), ``trial.json`` (child run id, config, attempts) and the final ``model.pt``.
+Layout of a sweep ``<storage_path>/<name>/``: Tune's experiment state and ``trial_<id>/`` folders,
+``sweep.json`` (the :class:`SweepConfig`, the MLflow parent run and tracking URI) and ``trials/<trial_id>/`` per
+trial with its Ray Train run (``train/``), ``trial.json`` (child run id, config, attempts) and the final
+``model.pt``.
 
 Each trial trains ``budget_steps`` steps of the base config with the study's overrides (the base schedule's
 warm-ups are scaled by ``budget_steps / base.max_steps``), then scores the final network on the sweep's fixed
 held-out synthetic tasks (and the real suite with ``real=True``). Train reports reach Tune through
-``TuneReportCallback`` (so ASHA can stop trials early); the final scores come with the trial's last report.
+``TuneReportCallback`` (so ASHA can stop trials early), all but the last: the trial reports that one itself,
+with its scores, so a scheduler cannot stop a trial between its last step and its scoring.
 ``run_sweep(..., SweepOptions(resume=True, name=...))`` continues a sweep whose driver died with
 ``Tuner.restore``: finished trials are kept, unfinished and failed ones rerun, and a rerun trial resumes its
 Ray Train run from its newest checkpoint and its MLflow child run.
@@ -114,7 +116,8 @@ class SweepResult:
 
     @property
     def n_failed(self) -> int:
-        return int((self.trials["status"] != "finished").sum())
+        """Trials that errored (rerun by resuming); trials ASHA stopped early are not failures."""
+        return int((self.trials["status"] == "failed").sum())
 
 
 def sweep_to_dict(sweep: SweepConfig) -> dict[str, Any]:
@@ -213,21 +216,32 @@ def _end_child_run(tracking_uri: str, run_id: str, status: str) -> None:
         MlflowClient(tracking_uri).set_terminated(run_id, status=status)
 
 
+def _intermediate_reports(final_step: int):
+    """Tune's ``TuneReportCallback`` for the Train reports before ``final_step`` only."""
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    class IntermediateReports(TuneReportCallback):
+        def after_report(self, run_context, metrics, checkpoint):
+            if metrics and metrics[0].get("step", 0) < final_step:
+                super().after_report(run_context, metrics, checkpoint)
+
+    return IntermediateReports()
+
+
 def _train_and_score(cfg: TrainConfig, sweep: SweepConfig, trial_dir: Path, tracking_uri: str,
                      run_id: str) -> tuple[dict[str, float], dict[str, float]]:
     """Fit one ``TorchTrainer`` (Train reports go on to Tune), save the final model, score it.
 
     Returns the last Train report and the trial's scores (also logged to the child run at the final step).
     """
-    from ray.tune.integration.ray_train import TuneReportCallback
-
     from model import TabClustNet
     from model.checkpoint import save_checkpoint
     from pipeline.pretrain import build_trainer
     from pipeline.train_loop import load_train_state
 
     t0 = time.time()
-    result = build_trainer(cfg, trial_dir / "train", tracking_uri, run_id, callbacks=[TuneReportCallback()]).fit()
+    callbacks = [_intermediate_reports(cfg.max_steps)]
+    result = build_trainer(cfg, trial_dir / "train", tracking_uri, run_id, callbacks=callbacks).fit()
     if result.error is not None:
         raise result.error
     with result.checkpoint.as_directory() as directory:
@@ -277,10 +291,11 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
     logger.info("trial %s (%s), attempt %d", trial_id, study.variant(overrides), record["attempts"])
     try:
         last, metrics = _train_and_score(cfg, sweep_cfg, trial_dir, tracking_uri, run_id)
-    except BaseException:
-        record["status"] = "failed"
+    except BaseException as exc:  # SystemExit: Tune stopped the trial (e.g. ASHA)
+        stopped = isinstance(exc, SystemExit)
+        record["status"] = "stopped" if stopped else "failed"
         record_path.write_text(json.dumps(record, indent=1))
-        _end_child_run(tracking_uri, run_id, "FAILED")
+        _end_child_run(tracking_uri, run_id, "KILLED" if stopped else "FAILED")
         raise
     _end_child_run(tracking_uri, run_id, "FINISHED")
     record.update(status="finished", metrics=metrics)
@@ -294,7 +309,7 @@ def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
     records = []
     for result in grid:
         metrics = dict(result.metrics or {})
-        trial_id = metrics.get("trial_id") or Path(result.path).name
+        trial_id = metrics.get("trial_id") or Path(result.path).name.removeprefix("trial_")
         path = sweep_dir / TRIALS_DIR / str(trial_id) / TRIAL_FILE
         saved = json.loads(path.read_text()) if path.is_file() else {}
         overrides = {k: result.config.get(k) for k in study.space}
@@ -317,7 +332,8 @@ def _close_child_runs(client: MlflowClient, records: list[dict[str, Any]]) -> No
                 client.set_terminated(rec["mlflow_run_id"], status="KILLED")
 
 
-def _open_parent(sweep: SweepConfig | None, options: SweepOptions, sweep_dir: Path) -> tuple[SweepConfig, str, str, str]:
+def _open_parent(sweep: SweepConfig | None, options: SweepOptions,
+                 sweep_dir: Path) -> tuple[SweepConfig, str, str, str]:
     """Create (or on resume, reopen) the sweep's record and MLflow parent run -> (sweep, uri, experiment, run)."""
     record_path = sweep_dir / SWEEP_FILE
     if options.resume:
@@ -349,6 +365,11 @@ def _open_parent(sweep: SweepConfig | None, options: SweepOptions, sweep_dir: Pa
     return sweep, uri, exp_id, run.info.run_id
 
 
+def _trial_dirname(trial) -> str:
+    """Tune's folder of a trial: ``trial_<trial id>`` (so a trial that never reported is still identified)."""
+    return f"trial_{trial.trial_id}"
+
+
 def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_dir: Path, trainable):
     """A fresh ``Tuner``, or the restored one when resuming a sweep whose Tune state exists."""
     import ray
@@ -369,7 +390,8 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
     return tune.Tuner(
         trainable, param_space=to_tune(study.space),
         tune_config=tune.TuneConfig(num_samples=1 if study.is_grid else sweep.num_samples,
-                                    max_concurrent_trials=limit, scheduler=scheduler),
+                                    max_concurrent_trials=limit, scheduler=scheduler,
+                                    trial_dirname_creator=_trial_dirname),
         run_config=tune.RunConfig(name=sweep_dir.name, storage_path=str(sweep_dir.parent), verbose=options.verbose,
                                   failure_config=tune.FailureConfig(max_failures=0)),
     )

@@ -94,20 +94,16 @@ def markdown(table: pd.DataFrame, study: Study, header: Sequence[str] = ()) -> s
     are left out; paper columns are kept.
     """
     shown = [c for c in CORE[:3] + EXTRA.get(study.name, ()) + CORE[3:] if c in table and table[c].notna().any()]
-    lead = ["variant"] + (["n"] if "n" in table else []) + [k for k in study.space if k in table and not study.is_grid]
-    if not study.is_grid:
-        lead.insert(1, "status")
+    lead = ["variant", "n"] if study.is_grid else ["variant", "status"]  # a trial's values are in its name
     paper = [c for c in table.columns if c.startswith("paper_")]
     names = {**{c: COLUMNS[c] for c in shown}, **{c: f"Paper {COLUMNS.get(c[6:], c[6:])}" for c in paper},
              "variant": "Variant", "n": "n", "status": "Status"}
     cols = lead + shown + paper
-    lines = [f"### {study.title}", "", *header, "" if header else None]
-    lines = [line for line in lines if line is not None]
+    digits = {c: 1 if c.endswith("ms_per_step") else 4 for c in cols}
+    lines = [f"### {study.title}", "", *header] + ([""] if header else [])
     lines.append("| " + " | ".join(names.get(c, c) for c in cols) + " |")
-    lines.append("|" + "|".join("---" if c in ("variant", "status") or c in study.space else "---:"
-                                for c in cols) + "|")
+    lines.append("|" + "|".join("---" if c in ("variant", "status") else "---:" for c in cols) + "|")
     for _, row in table.iterrows():
-        digits = {c: 1 if c in ("ms_per_step", "paper_ms_per_step") else 4 for c in cols}
         lines.append("| " + " | ".join(_fmt(row[c], digits[c]) for c in cols) + " |")
     return "\n".join(lines) + "\n"
 

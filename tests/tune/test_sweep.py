@@ -39,7 +39,7 @@ def _trial_records(sweep_dir: Path) -> dict[str, dict]:
 def _tune_last_results(sweep_dir: Path) -> list[dict]:
     """The last result each trial reported to Tune (Tune's own ``result.json`` in its trial folder)."""
     out = []
-    for path in sweep_dir.glob("run_trial_*/result.json"):
+    for path in sweep_dir.glob("trial_*/result.json"):
         lines = path.read_text().strip().splitlines()
         out.append(json.loads(lines[-1]))
     return out
@@ -154,3 +154,31 @@ def test_cli_refuses_to_resume_a_sweep_that_does_not_exist(sweep_job, tmp_path, 
     monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: False)
     assert sweep_job.main(["--resume", "--name", "nope", "--storage-path", str(tmp_path)]) == 1
     assert "cannot resume" in capsys.readouterr().err
+
+
+def test_trial_records_tell_finished_failed_and_stopped_trials_apart(tmp_path):
+    from types import SimpleNamespace
+
+    from pipeline.config import train_preset
+    from tune.driver import _trial_records
+    from tune.spaces import study_space
+
+    study = study_space("coupling", train_preset("tiny", smoke=True), 4)
+    for trial_id, status in (("t1", "finished"), ("t2", "running")):
+        (tmp_path / TRIALS_DIR / trial_id).mkdir(parents=True)
+        (tmp_path / TRIALS_DIR / trial_id / TRIAL_FILE).write_text(json.dumps(
+            {"status": status, "attempts": 1, "mlflow_run_id": f"run-{trial_id}", "metrics": {"syn_ari": 0.5}}))
+    grid = [  # what Tune's ResultGrid yields: last reported metrics, config, error, trial folder
+        SimpleNamespace(metrics={"trial_id": "t1", "step": 4}, config={"objective.coupling": "additive"}, error=None,
+                        path=str(tmp_path / "trial_t1")),
+        SimpleNamespace(metrics={"trial_id": "t2", "step": 2, "val_ari": 0.1}, error=None,
+                        config={"objective.coupling": "decoupled"}, path=str(tmp_path / "trial_t2")),
+        SimpleNamespace(metrics={}, config={"objective.coupling": "additive"}, error=RuntimeError("boom\nmore"),
+                        path=str(tmp_path / "trial_t3")),
+    ]
+    records = {r["trial_id"]: r for r in _trial_records(grid, study, tmp_path)}
+    assert records["t1"]["status"] == "finished" and records["t1"]["metrics"] == {"trial_id": "t1", "step": 4,
+                                                                                 "syn_ari": 0.5}
+    assert records["t2"]["status"] == "stopped" and records["t2"]["metrics"]["val_ari"] == 0.1
+    assert records["t3"]["status"] == "failed" and records["t3"]["error"] == "boom"  # id from Tune's folder name
+    assert records["t2"]["mlflow_run_id"] == "run-t2" and records["t3"]["mlflow_run_id"] is None
