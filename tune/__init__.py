@@ -1,4 +1,4 @@
-"""Ablation sweeps of TabClustPFN's design choices with Ray Tune (paper Sec. 5, App. D).
+"""Ablation sweeps of TabClustPFN's design choices with Ray Tune (paper Sec. 5 and its ablation appendix).
 
 * :mod:`~tune.spaces`: the studies' search spaces as data (dotted ``TrainConfig`` keys -> domains).
 * :mod:`~tune.driver`: ``run_sweep`` and the Tune function that drives one ``TorchTrainer`` per trial.

@@ -1,12 +1,12 @@
-"""Search spaces of the ablation studies (paper Sec. 5 and App. D) as plain data.
+"""Search spaces of the ablation studies (paper Sec. 5 and its ablation appendix) as plain data.
 
 A study maps dotted ``TrainConfig`` keys (the keys :func:`pipeline.config.apply_overrides` takes) to a domain:
 :class:`Grid` (every value is a trial), :class:`Choice` or :class:`LogUniform` (random search). The spaces of
 ``hparams`` scale with the base config and the step budget (warm-up lengths, model widths that fit the heads).
 :func:`to_tune` turns a space into Ray Tune domains; nothing here imports Ray.
 
-Paper reference numbers (Tabs. 2-5 and 11 of the paper, median over datasets) travel with each study so the
-ablation table can show them next to the measured ones.
+Paper reference numbers (the ablation tables of Sec. 5 and the appendix's CIN loss table, medians over datasets)
+travel with each study so the ablation table can show them next to the measured ones.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
     """
     if name == "pin-loss":
         return Study(
-            name, "PIN loss ablation (paper Tab. 3)",
+            name, "PIN loss ablation (paper Sec. 5)",
             {"objective.pin_loss": Grid(("soft_ari", "soft_nmi", "matching_ce", "matching_softacc"))},
             labels={"soft_ari": "SoftARI", "soft_nmi": "SoftNMI", "matching_ce": "Matching+CE",
                     "matching_softacc": "Matching+SoftAcc"},
@@ -137,7 +137,7 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
                           "SoftARI": (0.8308, 0.8000, 0.3853, 0.4237, 2.9695)}, _SYN_REAL + ("ms_per_step",)))
     if name == "decoder":
         return Study(
-            name, "PIN decoder ablation (paper Tab. 2)",
+            name, "PIN decoder ablation (paper Sec. 5)",
             {"model.decoder": Grid(("naive", "transformer", "iterative"))},
             labels={"naive": "Naive (SA+MLP)", "transformer": "Non-iterative (Transformer)",
                     "iterative": "Iterative"},
@@ -146,7 +146,7 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
                           "Iterative": (0.8308, 0.8000, 0.3853, 0.4237)}))
     if name == "prior":
         return Study(
-            name, "Prior data ablation (paper Tab. 5, median ARI)",
+            name, "Prior data ablation (paper Sec. 5, median ARI)",
             {"stream.kind": Grid(("gmm", "zeus", "mix"))},
             labels={"gmm": "GMM", "zeus": "ZEUS", "mix": "GMM+ZEUS"},
             paper=_paper({"GMM": (0.8236, 0.5434, 0.7428, 0.2270), "ZEUS": (0.6758, 0.8047, 0.7405, 0.3414),
@@ -155,13 +155,13 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
             by_family=True)
     if name == "cin-loss":
         return Study(
-            name, "CIN loss ablation (paper Tab. 11, median k-error)",
+            name, "CIN loss ablation (paper appendix, median k-error)",
             {"model.cin_head": Grid(("categorical", "ordinal"))},
             labels={"categorical": "CE", "ordinal": "Order-aware"},
             paper=_paper({"Order-aware": (1.0, 2.5), "CE": (0.0, 1.0)}, ("syn_k_medae", "real_k_medae")))
     if name == "coupling":
         return Study(
-            name, "Decoupled optimisation ablation (paper Tab. 4)",
+            name, "Decoupled optimisation ablation (paper Sec. 5)",
             {"objective.coupling": Grid(("additive", "decoupled"))},
             labels={"additive": "Additive", "decoupled": "Decoupled"},
             paper=_paper({"Additive": (0.8103, 0.7227, 0.3544, 0.3716),
