@@ -56,6 +56,12 @@ class SweepConfig:
     ``report_every``: steps between Train reports (checkpoint + in-loop validation, what ASHA sees);
     default a quarter of the budget. ``trial_cpus``: CPUs of each Tune trial (the Train driver, and the
     final scoring). ``real_datasets``: a subset of the real suite (default: all 22).
+
+    ``scheduler="asha"`` lets Tune stop weak trials at a Train report. Ray Train (2.60) frees a stopped trial's
+    worker placement group through its ``PlacementGroupCleaner``, which cannot find its cluster on a host running
+    several Ray instances at once ("Found multiple active Ray instances") unless ``RAY_ADDRESS`` is set in the
+    cluster's environment (``RAY_ADDRESS=<ip:port> ray start --head --port <port>``); otherwise those CPUs stay
+    reserved and later trials wait for them.
     """
 
     study: StudyName
