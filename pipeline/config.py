@@ -67,7 +67,7 @@ class StreamConfig:
     curriculum_steps: int = 0
     curriculum_n_start: int | None = None
     num_actors: int = 2
-    actor_cpus: float = 1.0
+    actor_cpus: float = 0.5
     prefetch_batches: int = 2
     buffer_mb: int = 512
 

@@ -23,7 +23,8 @@ from mlflow.tracking import MlflowClient
 from model import TabClustNet
 from model.checkpoint import save_checkpoint
 from pipeline.config import TrainConfig, config_from_dict, config_to_dict, flatten
-from pipeline.prior_stream import StreamFactory, stream_execution_options
+from pipeline.prior_stream import (READ_CPUS, StreamFactory, checkpoint_dir_name, latest_checkpoint_step,
+                                   stream_execution_options)
 from pipeline.tracking import setup_tracking
 from pipeline.train_loop import MlflowSink, load_train_state, run_local, train_loop_per_worker
 
@@ -76,15 +77,27 @@ def load_run_config(storage_path: str, run_name: str) -> TrainConfig:
     return config_from_dict(TrainConfig, json.loads(path.read_text())["config"])
 
 
+def check_cpu_budget(cfg: TrainConfig, cluster_cpus: float) -> None:
+    """Refuse a run whose Train workers and prior actors need more CPUs than the cluster has (it would hang)."""
+    need = cfg.num_workers + cfg.stream.num_actors * cfg.stream.actor_cpus + READ_CPUS
+    if need > cluster_cpus:
+        raise ValueError(
+            f"{cfg.num_workers} Train worker(s) (1 CPU each) + {cfg.stream.num_actors} prior actor(s) x "
+            f"{cfg.stream.actor_cpus} CPU need {need:g} CPUs but the Ray cluster has {cluster_cpus:g}; use fewer "
+            "workers or actors (--set stream.num_actors=1) or fractional actors (--set stream.actor_cpus=0.5)")
+
+
 def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run_id: str | None,
                   callbacks: list | None = None):
     """The ``TorchTrainer`` of a run (DDP workers, prior stream, checkpoints and failure handling).
 
     ``callbacks``: Ray Train ``UserCallback``s, e.g. Tune's ``TuneReportCallback`` when a Tune trial drives it.
     """
+    import ray
     from ray.train import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
+    check_cpu_budget(cfg, ray.cluster_resources().get("CPU", 0.0))
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config={"train_config": cfg, "run_dir": str(run_dir), "tracking_uri": tracking_uri,
@@ -138,7 +151,10 @@ def _open_run(cfg: TrainConfig, options: RunOptions, run_dir: Path) -> tuple[Tra
             raise ValueError("resume must keep the model, seed and prior stream of the run; change only the "
                              "schedule (e.g. max_steps)")
         mlflow.start_run(run_id=saved["run_id"])
-        mlflow.set_tag("resumed_at", datetime.now().isoformat(timespec="seconds"))
+        # params are immutable in MLflow: record what this session changed (e.g. max_steps) as tags
+        new, before = flatten(config_to_dict(cfg)), flatten(saved["config"])
+        mlflow.set_tags({"resumed_at": datetime.now().isoformat(timespec="seconds"),
+                         **{f"resume.{k}": str(v) for k, v in new.items() if before.get(k) != v}})
         run_id = saved["run_id"]
     else:
         if record.exists():
@@ -186,25 +202,28 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
     t0 = time.time()
     progress = None
     try:
-        if options.backend == "local":
-            local = run_local(cfg, run_dir=run_dir, log=MlflowSink(uri, run_id),
-                              device="cuda" if cfg.use_gpu else "cpu")
-            net, state_meta = local.net.cpu(), {"world_size": 1}
-            metrics = {k: v for k, v in local.history[-1].items() if k != "step"} if local.history else {}
+        done = latest_checkpoint_step(run_dir)
+        if done >= cfg.max_steps:
+            logger.info("run %s already trained to step %d; exporting the model only", name, done)
+        elif options.backend == "local":
+            run_local(cfg, run_dir=run_dir, log=MlflowSink(uri, run_id), device="cuda" if cfg.use_gpu else "cpu")
         else:
             progress = _Progress(client, run_id, cfg.max_steps, options.progress_interval_s)
             progress.start()
             result = build_trainer(cfg, run_dir, uri, run_id).fit()
             if result.error is not None:
                 raise result.error
-            with result.checkpoint.as_directory() as directory:
-                state = load_train_state(directory)
-            net = TabClustNet(cfg.model)
-            net.load_state_dict(state["model"])
-            state_meta, metrics = state["metadata"], dict(result.metrics or {})
+        done = latest_checkpoint_step(run_dir)
+        state = load_train_state(run_dir / checkpoint_dir_name(done))
+        if state["step"] < cfg.max_steps:
+            raise RuntimeError(f"training stopped at step {state['step']} of {cfg.max_steps}; see the logs of "
+                               f"{run_dir} and resume it with --resume {name}")
+        net = TabClustNet(cfg.model)
+        net.load_state_dict(state["model"])
+        state_meta, metrics = state["metadata"], client.get_run(run_id).data.metrics
         output = Path(options.output).resolve() if options.output else run_dir / "model.pt"
         meta: dict[str, Any] = {
-            **state_meta, "step": cfg.max_steps, "tasks_seen": cfg.max_steps * cfg.global_batch,
+            **state_meta, "step": state["step"], "tasks_seen": state["step"] * cfg.global_batch,
             "mlflow_run_id": run_id, "session_wall_time_s": time.time() - t0, "train_config": config_to_dict(cfg),
             "final_metrics": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
         }

@@ -7,15 +7,14 @@ given. ``params={"n_clusters": K}`` fixes K; without it CIN infers K.
 
 from __future__ import annotations
 
-import logging
 import os
+import warnings
 from typing import Any
 
 import mlflow
 import numpy as np
 import pandas as pd
 
-logger = logging.getLogger(__name__)
 
 ARTIFACT_KEY = "checkpoint"
 
@@ -60,11 +59,14 @@ def log_pyfunc_model(checkpoint: str | os.PathLike, *, registered_model_name: st
     # Any table goes in (no column schema); out come the labels; n_clusters=0 means "infer K".
     signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]),
                                params=ParamSchema([ParamSpec("n_clusters", "long", 0)]))
-    return mlflow.pyfunc.log_model(
-        name=name,
-        python_model=TabClustPFNPyfunc(),
-        artifacts={ARTIFACT_KEY: str(checkpoint)},
-        registered_model_name=registered_model_name,
-        signature=signature,
-        pip_requirements=["torch", "numpy", "pandas", "scikit-learn", "mlflow"],
-    )
+    with warnings.catch_warnings():
+        # an input example would make MLflow cluster a table while logging; the signature says enough
+        warnings.filterwarnings("ignore", message=".*input example was not provided.*")
+        return mlflow.pyfunc.log_model(
+            name=name,
+            python_model=TabClustPFNPyfunc(),
+            artifacts={ARTIFACT_KEY: str(checkpoint)},
+            registered_model_name=registered_model_name,
+            signature=signature,
+            pip_requirements=["torch", "numpy", "pandas", "scikit-learn", "mlflow"],
+        )

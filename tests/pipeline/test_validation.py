@@ -1,0 +1,40 @@
+"""Validation metrics on the held-out synthetic set."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.config import train_preset
+from pipeline.prior_stream import VAL_SEED_BASE
+from pipeline.train_loop import build_model
+from pipeline.validation import Validator, make_validation_tasks, summarize, task_scores
+
+
+def _one_hot_partitions(labels: np.ndarray, k_max: int) -> np.ndarray:
+    probs = np.zeros((k_max - 1, len(labels), k_max))
+    probs[:, np.arange(len(labels)), labels] = 1.0
+    return probs
+
+
+def test_perfect_partition_at_the_inferred_k_scores_one():
+    y = np.repeat([0, 1, 2], 10)
+    k_logits = np.eye(9)[1]  # argmax -> K = 3
+    s = task_scores(_one_hot_partitions(y, 10), k_logits, y, 3)
+    assert s == {"ari": 1.0, "nmi": 1.0, "k_abs_err": 0.0, "ari_known_k": 1.0}
+    wrong_k = task_scores(_one_hot_partitions(y, 10), np.eye(9)[3], y, 3)  # infers K = 5
+    assert wrong_k["k_abs_err"] == 2.0
+
+
+def test_summary_takes_medians_and_mean_k_error():
+    scores = [{"ari": a, "nmi": a, "k_abs_err": e, "ari_known_k": a} for a, e in [(0.1, 0), (0.5, 1), (0.9, 5)]]
+    assert summarize(scores) == {"val_ari": 0.5, "val_nmi": 0.5, "val_k_mae": 2.0, "val_ari_known_k": 0.5}
+
+
+def test_validation_set_is_fixed_and_outside_the_training_seeds():
+    cfg = train_preset("tiny")
+    a, b = make_validation_tasks(cfg.stream, 3), make_validation_tasks(cfg.stream, 3)
+    assert all(np.array_equal(x.X, z.X) for x, z in zip(a, b))
+    assert all(t.meta["seed"] >= VAL_SEED_BASE for t in a)
+    metrics = Validator(cfg.stream, 3, chunk=2).evaluate(build_model(cfg))
+    assert set(metrics) == {"val_ari", "val_nmi", "val_k_mae", "val_ari_known_k"}
+    assert -1 <= metrics["val_ari"] <= 1 and 0 <= metrics["val_k_mae"] <= cfg.model.k_max - 2
