@@ -8,6 +8,7 @@ the same MLflow run from the newest checkpoint, in this session or a later one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -20,8 +21,8 @@ from typing import Any, Literal
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from model import TabClustNet
-from model.checkpoint import save_checkpoint
+from model import ModelConfig, TabClustNet
+from model.checkpoint import read_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig, config_from_dict, config_to_dict, flatten
 from pipeline.prior_stream import (READ_CPUS, StreamFactory, checkpoint_dir_name, latest_checkpoint_step,
                                    stream_execution_options)
@@ -67,6 +68,18 @@ def absolute_tracking_uri(uri: str) -> str:
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
     return uri
+
+
+def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
+    """With ``cfg.init_checkpoint``: make its path absolute (workers run elsewhere) and take the model config
+    from the checkpoint, so training continues the network it holds."""
+    if not cfg.init_checkpoint:
+        return cfg
+    path = Path(cfg.init_checkpoint).resolve()
+    model_cfg = ModelConfig.from_dict(read_checkpoint(path)["model_config"])
+    if model_cfg != cfg.model:
+        logger.info("model config taken from the initial checkpoint %s", path)
+    return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))
 
 
 def load_run_config(storage_path: str, run_name: str) -> TrainConfig:
@@ -197,6 +210,8 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
 
     name = options.run_name or f"pretrain-{datetime.now():%Y%m%d-%H%M%S}"
     run_dir = Path(options.storage_path).resolve() / name
+    if not options.resume:
+        cfg = adopt_init_checkpoint(cfg)
     cfg, uri, run_id = _open_run(cfg, options, run_dir)
     client = MlflowClient(uri)
     t0 = time.time()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -107,6 +108,20 @@ def test_cli_help_documents_every_option():
                  "--seed", "--smoke", "--tracking-uri", "--storage-path", "--output", "--init-checkpoint", "--lr",
                  "--warmup-steps", "--checkpoint-every", "--val-every"):
         assert flag in out.stdout, flag
+
+
+def test_init_checkpoint_brings_its_model_config_and_an_absolute_path(tmp_path, monkeypatch):
+    from model import ModelConfig, TabClustNet
+    from model.checkpoint import save_checkpoint
+    from pipeline.config import train_preset
+    from pipeline.pretrain import adopt_init_checkpoint
+
+    other = ModelConfig.preset("tiny", n_cls=1)
+    save_checkpoint(tmp_path / "init.pt", TabClustNet(other), {})
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(train_preset("tiny"), init_checkpoint="init.pt")
+    adopted = adopt_init_checkpoint(cfg)
+    assert adopted.model == other and adopted.init_checkpoint == str(tmp_path / "init.pt")
 
 
 @pytest.mark.slow

@@ -93,3 +93,12 @@ def test_a_crashed_local_run_resumes_from_its_checkpoint_to_the_same_weights(tmp
 def test_bad_batch_split_is_refused_with_a_clear_message():
     with pytest.raises(ValueError, match="multiple of micro_batch"):
         TrainConfig(global_batch=10, micro_batch=4)
+
+
+def test_init_checkpoint_starts_from_its_weights(tmp_path):
+    from model.checkpoint import save_checkpoint
+
+    donor = build_model(dataclasses.replace(CFG, seed=5))
+    save_checkpoint(tmp_path / "init.pt", donor, {})
+    net = build_model(dataclasses.replace(CFG, init_checkpoint=str(tmp_path / "init.pt")))
+    assert all(torch.equal(net.state_dict()[k], v) for k, v in donor.state_dict().items())
