@@ -322,7 +322,7 @@ class LocalResult:
 
 
 def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Callable | None = None,
-              prefetch_workers: int = 0, device: str | torch.device = "cpu") -> LocalResult:
+              prefetch_workers: int = 0, device: str | torch.device = "cpu", threads: int | None = 1) -> LocalResult:
     """Pretrain in this process, without Ray: the same step function and data as one Ray Train worker.
 
     Parameters
@@ -337,16 +337,30 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
     prefetch_workers : int
         Processes generating prior data ahead of the trainer (0: generate inline).
     device : str or torch.device
+    threads : int or None
+        Torch intra-op threads while training (restored afterwards), 1 like a Ray worker with one CPU; None
+        keeps torch's setting. On a busy machine several threads can be many times slower than one.
 
     Returns
     -------
     LocalResult
     """
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        return _run_local(cfg, run_dir, log, prefetch_workers, torch.device(device))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | None, prefetch_workers: int,
+               device: torch.device) -> LocalResult:
+    """The body of :func:`run_local`."""
     from pipeline.validation import Validator
 
     if cfg.num_workers != 1:
         raise ValueError(f"run_local trains on one process; got num_workers={cfg.num_workers}")
-    device = torch.device(device)
     net = build_model(cfg)
     state = None
     if run_dir is not None and (step := latest_checkpoint_step(run_dir)):
