@@ -18,13 +18,14 @@ from pipeline.config import apply_overrides, train_preset
 from pipeline.pretrain import RunOptions, load_run_config, pretrain
 from pipeline.ray_env import init_ray
 
+PRIORS = ["gmm", "zeus", "mix"]
 FLAGS = {  # flag: (TrainConfig field, type, help); unset flags keep the preset's (or the resumed run's) value
     "max_steps": ("max_steps", int, "optimisation steps"),
     "batch_size": ("global_batch", int, "tasks per step = micro-batch x accumulation x workers"),
     "micro_batch": ("micro_batch", int, "tasks per forward pass on a worker"),
     "num_workers": ("num_workers", int, "Ray Train workers (DDP: gloo on CPU, NCCL on GPU)"),
     "seed": ("seed", int, "run seed: initial weights and every prior task's seed"),
-    "prior": ("stream.kind", str, "prior: gmm, zeus or mix"),
+    "prior": ("stream.kind", str, "synthetic prior"),
     "lr": ("optim.lr", float, "peak learning rate"),
     "warmup_steps": ("optim.warmup_steps", int, "linear warm-up steps before the cosine decay"),
     "checkpoint_every": ("checkpoint_every", int, "steps between checkpoints"),
@@ -38,11 +39,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--preset", choices=["small", "paper", "tiny"],
                    help="model and schedule preset (default: small; tiny with --smoke)")
     for flag, (_, typ, text) in FLAGS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", type=typ, help=f"{text} (default: from the preset)")
+        p.add_argument(f"--{flag.replace('_', '-')}", type=typ, choices=PRIORS if flag == "prior" else None,
+                       help=f"{text} (default: {'none' if flag == 'init_checkpoint' else 'from the preset'})")
     p.add_argument("--use-gpu", action="store_true", help="one GPU per worker, bf16 autocast")
     p.add_argument("--smoke", action="store_true", help="a tiny run of about a minute (checks, CI)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any TrainConfig field, e.g. --set stream.prior.n_max=300 --set objective.pin_loss=soft_nmi")
+                   help="any TrainConfig field: --set stream.prior.n_rows=[100,300] --set objective.pin_loss=soft_nmi")
     p.add_argument("--run-name", help="run directory under --storage-path (default: pretrain-<date>-<time>)")
     p.add_argument("--resume", metavar="RUN_NAME", help="continue this run and its MLflow run from its newest "
                    "checkpoint (the saved config; flags may change the schedule)")

@@ -165,3 +165,21 @@ def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, tmp_path):
 
     estimator = TabClustPFN(n_clusters=2, checkpoint=tmp_path / "model.pt").fit(table.to_numpy())
     assert estimator.labels_.shape == (80,)
+
+
+def test_local_backend_trains_tracks_and_exports_without_ray(tmp_path, tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    from model.checkpoint import load_checkpoint
+    from pipeline.config import train_preset
+    from pipeline.pretrain import RunOptions, pretrain
+
+    cfg = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=2, checkpoint_every=2, val_every=2)
+    result = pretrain(cfg, RunOptions(storage_path=str(tmp_path), run_name="local", tracking_uri=tracking_uri,
+                                      backend="local", registered_model_name=None))
+    client = MlflowClient(tracking_uri)
+    assert [m.step for m in client.get_metric_history(result.run_id, "pin_loss")] == [1, 2]
+    assert [m.step for m in client.get_metric_history(result.run_id, "val_ari")] == [2]
+    _, meta = load_checkpoint(result.checkpoint)
+    assert meta["step"] == 2 and meta["mlflow_run_id"] == result.run_id
+    assert client.get_run(result.run_id).data.tags["backend"] == "local"
