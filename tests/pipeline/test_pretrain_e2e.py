@@ -183,3 +183,23 @@ def test_local_backend_trains_tracks_and_exports_without_ray(tmp_path, tracking_
     _, meta = load_checkpoint(result.checkpoint)
     assert meta["step"] == 2 and meta["mlflow_run_id"] == result.run_id
     assert client.get_run(result.run_id).data.tags["backend"] == "local"
+
+
+def test_resume_continues_the_same_run_and_mlflow_history(tmp_path, tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.config import train_preset
+    from pipeline.pretrain import RunOptions, load_run_config, pretrain
+
+    cfg = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=2, checkpoint_every=2, val_tasks=0)
+    options = RunOptions(storage_path=str(tmp_path), run_name="r", tracking_uri=tracking_uri, backend="local",
+                         registered_model_name=None)
+    first = pretrain(cfg, options)
+    with pytest.raises(FileExistsError, match="--resume"):
+        pretrain(cfg, options)
+    longer = dataclasses.replace(load_run_config(str(tmp_path), "r"), max_steps=4)
+    second = pretrain(longer, dataclasses.replace(options, resume=True, tracking_uri=None))
+    assert second.run_id == first.run_id
+    client = MlflowClient(tracking_uri)
+    assert [m.step for m in client.get_metric_history(first.run_id, "pin_loss")] == [1, 2, 3, 4]
+    assert client.get_run(first.run_id).data.tags["resume.max_steps"] == "4"
