@@ -160,9 +160,11 @@ def _open_run(cfg: TrainConfig, options: RunOptions, run_dir: Path) -> tuple[Tra
         uri = absolute_tracking_uri(options.tracking_uri or saved["tracking_uri"])
         setup_tracking(uri, options.experiment)
         old = config_from_dict(TrainConfig, saved["config"])
-        if cfg.model != old.model or cfg.seed != old.seed or cfg.stream != old.stream:
-            raise ValueError("resume must keep the model, seed and prior stream of the run; change only the "
-                             "schedule (e.g. max_steps)")
+        data = lambda c: (c.model, c.seed, c.stream.kind, c.stream.prior, c.stream.size_buckets,  # noqa: E731
+                          c.stream.curriculum_steps, c.stream.curriculum_n_start)
+        if data(cfg) != data(old):
+            raise ValueError("resume must keep the model, seed and prior of the run; change only the schedule "
+                             "(e.g. max_steps) or the resources (workers, actors)")
         mlflow.start_run(run_id=saved["run_id"])
         # params are immutable in MLflow: record what this session changed (e.g. max_steps) as tags
         new, before = flatten(config_to_dict(cfg)), flatten(saved["config"])
