@@ -32,7 +32,9 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", PYTHONPATH=str(REPO))
+    """No PYTHONPATH: a submitted job must import the packages from its uploaded working directory."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(RAY_AUTH_MODE="token", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` is this venv's
     return env
 
@@ -101,7 +103,8 @@ def ray_head():
 
 
 def test_cli_help_documents_every_option():
-    out = subprocess.run([sys.executable, "jobs/pretrain.py", "--help"], cwd=REPO, env=_env(), capture_output=True,
+    env = dict(_env(), PYTHONPATH=str(REPO))  # as `make` installs the repo
+    out = subprocess.run([sys.executable, "jobs/pretrain.py", "--help"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     for flag in ("--preset", "--max-steps", "--batch-size", "--num-workers", "--use-gpu", "--prior", "--resume",
