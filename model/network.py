@@ -111,7 +111,8 @@ class TabClustNet(nn.Module):
             k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
             idx = (n_clusters - 2).view(-1, 1, 1, 1).expand(-1, 1, *probs.shape[2:])
             true_k = probs.gather(1, idx).squeeze(1)  # (B, N, K_max) at the true K
-            logits = torch.log(true_k.clamp(min=1e-30)).masked_fill(true_k == 0, float("-inf"))
+            k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
+            logits = torch.log(true_k.clamp(min=1e-30)).masked_fill(~k_mask[:, None, :], float("-inf"))
             return TrainOutput(logits=logits, k_logits=k_logits, eta=eta)
         R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
         logits = self.partition_logits(R, row_mask, n_clusters, ctx_mask)

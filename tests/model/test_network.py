@@ -163,3 +163,13 @@ def test_single_head_phases_train_only_their_part(pin_weight, cin_weight, traine
 def test_objective_refuses_to_train_nothing():
     with pytest.raises(ValueError, match="cannot both be 0"):
         ObjectiveConfig(pin_weight=0.0, cin_weight=0.0)
+
+
+def test_cin_phase_reports_the_same_partition_as_the_pin_phase_on_a_padded_batch():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny")).eval()
+    b = _train_batch()  # two tasks of different N: the second is padded
+    with torch.no_grad():
+        pin = compute_losses(net, b, ObjectiveConfig(cin_weight=0.0, warmup_matching_steps=0), step=1)
+        cin = compute_losses(net, b, ObjectiveConfig(pin_weight=0.0, warmup_matching_steps=0), step=1)
+    assert torch.allclose(pin["soft_ari"], cin["soft_ari"], atol=1e-5)
