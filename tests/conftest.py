@@ -31,3 +31,19 @@ def ray_local():
 def tracking_uri(tmp_path):
     """A throwaway MLflow store (SQLite file + artifact dir) for one test."""
     return f"sqlite:///{tmp_path / 'mlruns.db'}"
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> str:
+    """Path of a checkpoint holding a random ``tiny`` network (shared by the whole session: read-only)."""
+    import torch
+
+    from model import ModelConfig, TabClustNet
+    from model.checkpoint import save_checkpoint
+
+    with torch.random.fork_rng(devices=[]):  # the global RNG state is restored on exit
+        torch.manual_seed(0)
+        net = TabClustNet(ModelConfig.preset("tiny"))
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    save_checkpoint(path, net, {"steps": 0, "note": "random weights for tests"})
+    return str(path)

@@ -23,17 +23,6 @@ def job():
     return module
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    import torch
-
-    from model import ModelConfig, TabClustNet
-    from model.checkpoint import save_checkpoint
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
-    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
-    return str(path)
 
 
 def _good_table(path: Path, seed: int = 0) -> None:

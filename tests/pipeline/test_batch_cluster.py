@@ -21,18 +21,6 @@ from pipeline.batch_cluster import (
 )
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    """A randomly initialised tiny network saved as a checkpoint (the shipped weights are not needed)."""
-    import torch
-
-    from model import ModelConfig, TabClustNet
-    from model.checkpoint import save_checkpoint
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
-    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
-    return str(path)
 
 
 def _blobs(n: int = 60, seed: int = 0) -> pd.DataFrame:

@@ -22,17 +22,6 @@ def _boom() -> None:
     raise RuntimeError("boom")
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    import torch
-
-    from model import ModelConfig, TabClustNet
-    from model.checkpoint import save_checkpoint
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
-    save_checkpoint(path, TabClustNet(ModelConfig.preset("tiny")), {})
-    return str(path)
 
 
 def test_a_slow_task_times_out_and_the_others_complete(ray_local):
