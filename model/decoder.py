@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import ModelConfig
-from model.layers import MAB
+from model.layers import MAB, full_precision
 
 
 class CosineHead(nn.Module):
@@ -25,9 +25,11 @@ class CosineHead(nn.Module):
         self.log_tau = nn.Parameter(torch.tensor(math.log(10.0)))
 
     def forward(self, R: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-        r = F.normalize(self.g(R), dim=-1)
-        c = F.normalize(self.g(C), dim=-1)
-        return self.log_tau.exp() * r @ c.transpose(1, 2)  # (S, N, K_max)
+        gr, gc = self.g(R), self.g(C)
+        with full_precision(gr):  # bf16 cosines are off by ~1e-2, times tau ~10: noticeable logit noise
+            r = F.normalize(gr.float(), dim=-1)
+            c = F.normalize(gc.float(), dim=-1)
+            return self.log_tau.exp() * r @ c.transpose(1, 2)  # (S, N, K_max)
 
 
 class IterativeDecoder(nn.Module):

@@ -7,6 +7,27 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def full_precision(t: torch.Tensor):
+    """Context that turns autocast off on ``t``'s device: reductions whose value matters (cosine logits, Gram
+    matrices, losses) run in float32 even inside a bf16 training step."""
+    return torch.autocast(t.device.type, enabled=False)
+
+
+#: CUDA's fused attention kernels put the batch in one grid dimension, at most 2**16 - 1 (pytorch#146704).
+CUDA_ATTENTION_MAX_BATCH = 32768
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """``scaled_dot_product_attention``, in slices of the batch on CUDA when it exceeds the kernels' grid."""
+    s = q.shape[0]
+    if not q.is_cuda or s <= CUDA_ATTENTION_MAX_BATCH:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    step = CUDA_ATTENTION_MAX_BATCH
+    return torch.cat([F.scaled_dot_product_attention(q[i:i + step], k[i:i + step], v[i:i + step],
+                                                     attn_mask=None if mask is None else mask[i:i + step])
+                      for i in range(0, s, step)])
+
+
 class MAB(nn.Module):
     """Pre-norm MAB: ``x + MHA(LN(x), LN(y), LN(y))`` then ``+ FFN(LN(.))`` with hidden width ``ff_factor * E``.
 
@@ -32,7 +53,7 @@ class MAB(nn.Module):
         q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, Q, E/H)
         k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H) each
         mask = None if key_mask is None else key_mask[:, None, None, :]
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (S, H, Q, E/H)
+        o = _attention(q, k, v, mask)  # (S, H, Q, E/H)
         x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
         return x + self.ff(self.ln_ff(x))
 

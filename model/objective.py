@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from model import losses
+from model.layers import full_precision
 
 PinLoss = Literal["soft_ari", "soft_nmi", "matching_ce", "matching_softacc"]
 
@@ -74,7 +75,13 @@ def compute_losses(net: nn.Module, batch: dict[str, torch.Tensor], objective: Ob
     out = net(batch["X"], batch["row_mask"], batch["col_mask"], batch["cat_mask"],
               n_clusters=batch["n_clusters"], detach_cin=objective.coupling == "decoupled", heads=heads)
     labels, row_mask, k_true = batch["y"], batch["row_mask"], batch["n_clusters"]
-    zero = out.logits.new_zeros(())
+    with full_precision(out.logits):  # contingency sums over N rows lose too much in bf16
+        return _losses(out, labels, row_mask, k_true, heads, objective, step)
+
+
+def _losses(out, labels, row_mask, k_true, heads, objective: ObjectiveConfig, step: int) -> dict[str, torch.Tensor]:
+    """The body of :func:`compute_losses` after the forward pass (called with autocast off)."""
+    zero = out.logits.new_zeros((), dtype=torch.float32)
     pin = cin = zero
     if heads != "cin":
         name = objective.pin_loss

@@ -95,7 +95,9 @@ class TrainConfig:
     """Everything that decides what a pretraining run computes (not where it writes).
 
     The global batch (tasks per optimisation step) is ``micro_batch * accum_steps * num_workers``: each worker
-    accumulates ``accum_steps`` micro-batches. ``fault_step`` is a test hook: when set, the last worker raises
+    accumulates ``accum_steps`` micro-batches. ``precision`` is the GPU forward pass's: bf16 autocast (losses,
+    Gram matrices and cosine logits stay float32) or plain float32 (TF32 matmuls); CPU runs are float32.
+    ``fault_step`` is a test hook: when set, the last worker raises
     once (guarded by a marker file in the run directory) just before that step, to exercise recovery.
     """
 
@@ -108,6 +110,7 @@ class TrainConfig:
     micro_batch: int = 8
     num_workers: int = 1
     use_gpu: bool = False
+    precision: Literal["bf16", "fp32"] = "bf16"
     seed: int = 0
     checkpoint_every: int = 100
     val_every: int = 100
@@ -136,6 +139,8 @@ class TrainConfig:
             raise ValueError(f"max_steps must be < {MAX_STEPS}, got {self.max_steps}")
         if self.val_tasks < 0 or self.max_failures < -1:
             raise ValueError("val_tasks must be >= 0 and max_failures >= -1")
+        if self.precision not in ("bf16", "fp32"):
+            raise ValueError(f"precision must be 'bf16' or 'fp32' (autocast dtype on GPU), got {self.precision!r}")
         if self.fault_step is not None and not 1 <= self.fault_step <= self.max_steps:
             raise ValueError(f"fault_step must be in [1, max_steps], got {self.fault_step}")
 

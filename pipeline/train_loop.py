@@ -74,9 +74,9 @@ def build_optimizer(net: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), eps=optim.eps)
 
 
-def autocast_for(device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CUDA, nothing on CPU."""
-    if device.type == "cuda":
+def autocast_for(device: torch.device, precision: str = "bf16") -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA when ``precision == "bf16"``; nothing otherwise (CPU, or fp32 on CUDA)."""
+    if device.type == "cuda" and precision == "bf16":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
@@ -97,13 +97,18 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
     for i, batch in enumerate(micro_batches):
         sync = contextlib.nullcontext() if i == last or not hasattr(model, "no_sync") else model.no_sync()
         with sync:
-            with autocast_for(device):
+            with autocast_for(device, cfg.precision):
                 out = compute_losses(model, batch, cfg.objective, step)
             (out["loss"] / len(micro_batches)).backward()
         for key, value in out.items():
             sums[key] = sums.get(key, 0.0) + float(value.detach())
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
-    optimizer.step()
+    finite = bool(torch.isfinite(grad_norm))  # the same on every rank: gradients are all-reduced
+    if finite:
+        optimizer.step()
+    else:  # one bad batch (or a bf16 overflow) must not turn every weight into NaN
+        logger.warning("step %d: non-finite gradient norm, update skipped", step)
+        optimizer.zero_grad(set_to_none=True)
     keys = sorted(sums)
     vec = torch.tensor([sums[k] / len(micro_batches) for k in keys], dtype=torch.float64)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -111,7 +116,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
         torch.distributed.all_reduce(vec)
         vec = vec.cpu() / torch.distributed.get_world_size()
     metrics = dict(zip(keys, vec.tolist()))
-    metrics.update(lr=lr, grad_norm=float(grad_norm))
+    metrics.update(lr=lr, grad_norm=float(grad_norm), skipped=float(not finite))
     return metrics
 
 
@@ -147,6 +152,8 @@ class LoopHooks:
     checkpoint: Callable[[int, dict[str, float]], None] = lambda step, metrics: None
     fault_marker: Path | None = None
     history: list[dict[str, float]] = field(default_factory=list)
+    #: ``time.monotonic()`` after which the loop stops early (checkpointing the last finished step); None: never.
+    deadline: float | None = None
 
 
 def _next_step_batches(rows: Iterator[dict[str, np.ndarray]], accum: int, rank: int,
@@ -172,7 +179,7 @@ def _next_step_batches(rows: Iterator[dict[str, np.ndarray]], accum: int, rank: 
 def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimizer,
               rows: Iterator[dict[str, np.ndarray]], cfg: TrainConfig, start_step: int, device: torch.device,
               rank: int = 0, world_size: int = 1, hooks: LoopHooks | None = None) -> dict[str, float]:
-    """Train from ``start_step`` to ``cfg.max_steps``; returns the last step's metrics.
+    """Train from ``start_step`` to ``cfg.max_steps`` (or ``hooks.deadline``); returns the last step's metrics.
 
     ``model`` is what the forward pass goes through (a DDP wrapper or ``net`` itself), ``net`` the unwrapped
     network. Rows must arrive as the stream layout deals them to ``rank``.
@@ -214,8 +221,12 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
                             "wait %.1f%%  eta %.0fs", done, cfg.max_steps, metrics["pin_loss"], metrics["soft_ari"],
                             metrics["k_acc"], metrics["lr"], metrics["tasks_per_s"],
                             100 * metrics["data_wait_fraction"], (cfg.max_steps - done) / max(rate, 1e-9))
-        if done % cfg.checkpoint_every == 0 or done == cfg.max_steps:
+        out_of_time = hooks.deadline is not None and time.monotonic() >= hooks.deadline and done < cfg.max_steps
+        if done % cfg.checkpoint_every == 0 or done == cfg.max_steps or out_of_time:
             hooks.checkpoint(done, metrics)
+        if out_of_time:
+            logger.warning("time budget reached: stopping at step %d of %d", done, cfg.max_steps)
+            break
     return metrics
 
 
@@ -294,7 +305,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             from pipeline.validation import Validator
 
             validator = Validator(cfg.stream, cfg.val_tasks)
-            hooks.validate = lambda step: validator.evaluate(net, device)
+            hooks.validate = lambda step: validator.evaluate(net, device, cfg.precision)
     t_start = time.time()
 
     def checkpoint(step: int, metrics: dict[str, float]) -> None:
@@ -322,7 +333,8 @@ class LocalResult:
 
 
 def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Callable | None = None,
-              prefetch_workers: int = 0, device: str | torch.device = "cpu", threads: int | None = 1) -> LocalResult:
+              prefetch_workers: int = 0, device: str | torch.device = "cpu", threads: int | None = 1,
+              deadline: float | None = None, on_checkpoint: Callable | None = None) -> LocalResult:
     """Pretrain in this process, without Ray: the same step function and data as one Ray Train worker.
 
     Parameters
@@ -340,6 +352,11 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
     threads : int or None
         Torch intra-op threads while training (restored afterwards), 1 like a Ray worker with one CPU; None
         keeps torch's setting. On a busy machine several threads can be many times slower than one.
+    deadline : float, optional
+        ``time.monotonic()`` at which to stop early; the last finished step is checkpointed (with ``run_dir``)
+        and ``LocalResult.step`` says where training stopped.
+    on_checkpoint : callable, optional
+        ``on_checkpoint(step, net, history)`` after each training state is written (needs ``run_dir``).
 
     Returns
     -------
@@ -349,13 +366,14 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
     if threads:
         torch.set_num_threads(threads)
     try:
-        return _run_local(cfg, run_dir, log, prefetch_workers, torch.device(device))
+        return _run_local(cfg, run_dir, log, prefetch_workers, torch.device(device), deadline, on_checkpoint)
     finally:
         torch.set_num_threads(previous)
 
 
 def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | None, prefetch_workers: int,
-               device: torch.device) -> LocalResult:
+               device: torch.device, deadline: float | None = None,
+               on_checkpoint: Callable | None = None) -> LocalResult:
     """The body of :func:`run_local`."""
     from pipeline.validation import Validator
 
@@ -372,10 +390,13 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
         optimizer.load_state_dict(state["optimizer"])
     layout = StreamLayout(cfg.micro_batch, cfg.accum_steps, 1, start, cfg.max_steps)
     rows = iter_local_rows(cfg.stream, cfg.seed, layout, 0, cfg.model.max_categories, prefetch_workers)
-    hooks = LoopHooks(log=log or (lambda step, metrics: None))
+    hooks = LoopHooks(log=log or (lambda step, metrics: None), deadline=deadline)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # what is left in float32 runs on tensor cores
+        torch.backends.cudnn.allow_tf32 = True
     if cfg.val_tasks:
         validator = Validator(cfg.stream, cfg.val_tasks)
-        hooks.validate = lambda step: validator.evaluate(net, device)
+        hooks.validate = lambda step: validator.evaluate(net, device, cfg.precision)
     if run_dir is not None:
         hooks.fault_marker = Path(run_dir) / FAULT_MARKER
 
@@ -388,7 +409,10 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
                 for f in old.iterdir():
                     f.unlink()
                 old.rmdir()
+            if on_checkpoint is not None:
+                on_checkpoint(step, net, hooks.history)
 
         hooks.checkpoint = checkpoint
     run_steps(net, net, optimizer, rows, cfg, start, device, 0, 1, hooks)
-    return LocalResult(net=net, optimizer=optimizer, step=cfg.max_steps, history=hooks.history)
+    step = int(hooks.history[-1]["step"]) if hooks.history else start
+    return LocalResult(net=net, optimizer=optimizer, step=step, history=hooks.history)

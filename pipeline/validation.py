@@ -89,12 +89,16 @@ class Validator:
         self.n_tasks = n_tasks
 
     @torch.no_grad()
-    def evaluate(self, net: torch.nn.Module, device: torch.device | str = "cpu") -> dict[str, float]:
-        """Run ``net.infer`` on every chunk and return the summarised metrics (empty dict for 0 tasks)."""
+    def evaluate(self, net: torch.nn.Module, device: torch.device | str = "cpu",
+                 precision: str = "bf16") -> dict[str, float]:
+        """Run ``net.infer`` on every chunk and return the summarised metrics (empty dict for 0 tasks).
+
+        On CUDA the forward pass runs under bf16 autocast unless ``precision == "fp32"``.
+        """
         device = torch.device(device)
         was_training = net.training
         net.eval()
-        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
+        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" and precision == "bf16"
                     else contextlib.nullcontext())
         scores = []
         try:

@@ -1,0 +1,175 @@
+"""Pretraining for a wall-clock budget, in one process, without Ray or MLflow.
+
+For a machine lent for minutes (a GPU box with neither Ray nor MLflow installed) the useful question is not "how
+many steps" but "how much can I train in 8 minutes, with the learning rate fully decayed at the end". This
+module answers it on the run's own data:
+
+1. probe: a few steps of the real configuration (same model, batch, data pool and device) give the seconds per
+   step, data waiting included, and one validation pass gives its cost;
+2. size: ``max_steps`` is set so that training plus its validations fit the budget, and the cosine schedule of
+   ``OptimConfig`` ends there;
+3. train with :func:`pipeline.train_loop.run_local` (prefetching process pool, deadline as a safety net), then
+   export the model checkpoint, the per-step history and a summary into ``out_dir``.
+
+Continue in a later session with ``--init-checkpoint`` on the exported weights (a new run: fresh optimizer state
+and warm-up), or with ``jobs/pretrain.py`` on Ray. The probe's steps are thrown away.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.checkpoint import read_checkpoint, save_checkpoint
+from pipeline.config import TrainConfig, config_to_dict
+from pipeline.train_loop import run_local
+from pipeline.validation import Validator
+
+logger = logging.getLogger(__name__)
+
+MODEL_FILE = "model.pt"
+HISTORY_FILE = "history.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def size_run(seconds: float, step_s: float, val_s: float, val_every: int, max_steps_cap: int | None = None) -> int:
+    """Steps that fit ``seconds`` when each costs ``step_s`` and every ``val_every``-th adds ``val_s``."""
+    if seconds <= 0 or step_s <= 0:
+        return 0
+    per_step = step_s + (val_s / val_every if val_s > 0 else 0.0)
+    steps = int(math.floor(seconds / per_step))
+    return min(steps, max_steps_cap) if max_steps_cap else steps
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{platform.machine()} CPU ({torch.get_num_threads()} torch threads)"
+
+
+def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
+    """The init checkpoint's recorded training phases and total tasks (empty, 0 without one)."""
+    if not init_checkpoint:
+        return [], 0
+    meta = read_checkpoint(init_checkpoint)["metadata"]
+    return list(meta.get("lineage", [])), int(meta.get("total_tasks_seen", meta.get("tasks_seen", 0)))
+
+
+def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, *, device: str = "cpu",
+                        workers: int = 0, probe_steps: int = 8, reserve_s: float = 20.0,
+                        state_dir: str | Path | None = None, max_steps_cap: int | None = None,
+                        phase_note: str = "") -> dict[str, Any]:
+    """Probe, size and run a pretraining run that ends within ``budget_s`` seconds of this call.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run; its ``max_steps`` is replaced by the sized value (``max_steps_cap`` bounds it).
+    budget_s : float
+        Wall-clock seconds for everything: probe, training, validations and export.
+    out_dir : path
+        Receives ``model.pt`` (model checkpoint, updated at every training checkpoint, so a killed run still
+        leaves weights), ``history.jsonl`` and ``summary.json``.
+    device : str
+        ``"cuda"`` or ``"cpu"``.
+    workers : int
+        Prior-generating processes (0: inline).
+    probe_steps : int
+        Steps of the throughput probe; the median of the second half is the step time.
+    reserve_s : float
+        Seconds kept back for exporting and safety.
+    state_dir : path, optional
+        Where training states go (default ``out_dir/state``); a state can be larger than the model.
+
+    Returns
+    -------
+    dict
+        The summary also written to ``summary.json``.
+    """
+    t0 = time.monotonic()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = Path(state_dir) if state_dir is not None else out / "state"
+    if state.exists() and any(state.iterdir()):
+        raise FileExistsError(f"{state} already holds a run; a budgeted run starts fresh: use an empty directory")
+    dev = torch.device(device)
+    if probe_steps < 2:
+        raise ValueError("probe_steps must be >= 2")
+
+    probe_cfg = dataclasses.replace(cfg, max_steps=probe_steps, val_tasks=0, checkpoint_every=probe_steps,
+                                    seed=(cfg.seed + 1) % 2**22)
+    probe = run_local(probe_cfg, prefetch_workers=workers, device=dev)
+    step_times = sorted(h["step_time_s"] for h in probe.history[probe_steps // 2:])
+    step_s = step_times[len(step_times) // 2]
+    val_s = 0.0
+    if cfg.val_tasks:
+        validator = Validator(cfg.stream, cfg.val_tasks)
+        t = time.monotonic()
+        validator.evaluate(probe.net, dev, cfg.precision)
+        val_s = time.monotonic() - t
+    del probe
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    left = budget_s - (time.monotonic() - t0) - reserve_s
+    # the run spins up its own worker pool and validator again: one probe's worth of start-up
+    startup_s = min(30.0, max(0.0, (time.monotonic() - t0) - probe_steps * step_s - val_s))
+    max_steps = size_run(left - startup_s, step_s, val_s, cfg.val_every, max_steps_cap)
+    if max_steps < 1:
+        raise RuntimeError(f"budget {budget_s:.0f}s leaves no time to train (step {step_s:.2f}s, "
+                           f"validation {val_s:.1f}s, {left:.0f}s left after the probe)")
+    run_cfg = dataclasses.replace(cfg, max_steps=max_steps,
+                                  optim=dataclasses.replace(cfg.optim,
+                                                            warmup_steps=min(cfg.optim.warmup_steps, max_steps // 5)))
+    logger.info("probe: %.3fs/step (%d tasks), validation %.1fs, %.0fs left -> %d steps", step_s,
+                cfg.global_batch, val_s, left, max_steps)
+
+    lineage, prior_tasks = _lineage(cfg.init_checkpoint)
+    history_path = out / HISTORY_FILE
+    history_path.write_text("")
+    started = time.time()
+
+    def log(step: int, metrics: dict[str, float]) -> None:
+        with history_path.open("a") as f:
+            f.write(json.dumps({"step": step, **{k: float(v) for k, v in metrics.items()}}) + "\n")
+
+    def metadata(step: int, history: list[dict[str, float]]) -> dict[str, Any]:
+        vals = {str(int(h["step"])): round(h["val_ari_known_k"], 4) for h in history if "val_ari_known_k" in h}
+        phase = {"phase": len(lineage) + 1, "run": out.name, "steps": step, "tasks": step * cfg.global_batch,
+                 "wall_s": round(time.time() - started), "device": _device_name(dev),
+                 "what": phase_note or f"budgeted run, objective {config_to_dict(cfg.objective)}",
+                 "val_ari_known_k": vals}
+        return {"step": step, "tasks_seen": step * cfg.global_batch,
+                "total_tasks_seen": prior_tasks + step * cfg.global_batch, "lineage": [*lineage, phase],
+                "train_config": config_to_dict(run_cfg), "hardware": _device_name(dev)}
+
+    history: list[dict[str, float]] = []
+
+    def on_checkpoint(step: int, net: torch.nn.Module, hist: list[dict[str, float]]) -> None:
+        history[:] = hist
+        save_checkpoint(out / MODEL_FILE, net, metadata(step, hist))
+
+    deadline = t0 + budget_s - reserve_s / 2
+    result = run_local(run_cfg, run_dir=state, log=log, prefetch_workers=workers, device=dev, deadline=deadline,
+                       on_checkpoint=on_checkpoint)
+    save_checkpoint(out / MODEL_FILE, result.net, metadata(result.step, result.history))
+    last_val = next((h for h in reversed(result.history) if "val_ari_known_k" in h), {})
+    summary = {
+        "device": _device_name(dev), "probe_step_s": step_s, "validation_s": val_s, "planned_steps": max_steps,
+        "steps": result.step, "tasks": result.step * cfg.global_batch, "train_wall_s": time.time() - started,
+        "total_wall_s": time.monotonic() - t0, "budget_s": budget_s,
+        "mean_tasks_per_s": (result.step * cfg.global_batch) / max(1e-9, time.time() - started),
+        "mean_data_wait_fraction": (sum(h["data_wait_fraction"] for h in result.history)
+                                    / max(1, len(result.history))),
+        "final_validation": {k: v for k, v in last_val.items() if k.startswith("val_")},
+        "train_config": config_to_dict(run_cfg),
+    }
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+    return summary
