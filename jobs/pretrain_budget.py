@@ -43,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--init-checkpoint", help="start from these weights (model-format file)")
     p.add_argument("--max-steps-cap", type=int, help="never plan more steps than this")
     p.add_argument("--probe-steps", type=int, default=8, help="throughput probe steps (default: %(default)s)")
+    p.add_argument("--step-s", type=float, help="seconds per step from an earlier run here: skip the probe")
     p.add_argument("--reserve-s", type=float, default=20.0, help="seconds kept back (default: %(default)s)")
     p.add_argument("--note", default="", help="what this phase does, for the checkpoint's lineage")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any TrainConfig field")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = pretrain_for_budget(cfg, args.budget_s, args.out, device=args.device, workers=args.workers,
                                       probe_steps=args.probe_steps, reserve_s=args.reserve_s,
                                       state_dir=args.state_dir, max_steps_cap=args.max_steps_cap,
-                                      phase_note=args.note)
+                                      phase_note=args.note, step_s=args.step_s)
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -15,6 +15,14 @@ class ModelConfig:
     """Sizes of the encoder (TabICL-style), the PIN decoder and the CIN head.
 
     The row representation width is ``d_model = col_dim * n_cls`` (the CLS outputs are concatenated).
+
+    ``value_skip`` (our addition to the paper's encoder, on in the ``small`` and ``tiny`` presets): the row
+    representation also gets the row's numeric values through learned per-position feature codes, initialised
+    orthonormal, so at initialisation (with ``max_features <= d_model``, as in ``small``) it is an isometry of the
+    row's (clipped) numeric values plus a gated CLS summary.
+    Without it the CLS tokens start as an average over the features, which keeps little of the rows' geometry
+    (k-means on the initial representation: median ARI 0.05 on the validation prior against 0.52 on the raw
+    values), and training did not recover it within 225k tasks.
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -33,6 +41,7 @@ class ModelConfig:
     cin_hidden: int = 256
     decoder: DecoderKind = "iterative"
     cin_head: CinHead = "categorical"
+    value_skip: bool = False
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
@@ -81,7 +90,7 @@ class ModelConfig:
 PRESETS: dict[str, ModelConfig] = {
     "paper": ModelConfig(),
     "small": ModelConfig(col_dim=32, col_blocks=1, col_heads=4, col_inducing=16, row_blocks=2, row_heads=4,
-                         n_cls=4, dec_blocks=3, dec_heads=4),
+                         n_cls=4, dec_blocks=3, dec_heads=4, value_skip=True),
     "tiny": ModelConfig(col_dim=8, col_blocks=1, col_heads=2, col_inducing=4, row_blocks=1, row_heads=2,
-                        n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32),
+                        n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32, value_skip=True),
 }

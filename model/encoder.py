@@ -60,9 +60,16 @@ class RowInteraction(nn.Module):
         self.cls = nn.Parameter(torch.randn(cfg.n_cls, e) * e**-0.5)
         self.blocks = nn.ModuleList(MAB(e, cfg.row_heads, cfg.ff_factor) for _ in range(cfg.row_blocks))
         self.norm = nn.LayerNorm(cfg.d_model)
+        self.value_codes = None
+        if cfg.value_skip:
+            # orthonormal rows (max_features <= d_model) or columns: at init the skip is an isometry of the values
+            self.value_codes = nn.Parameter(nn.init.orthogonal_(torch.empty(cfg.max_features, cfg.d_model)))
+            # the CLS summary enters gated, starting small (as ReZero), so it does not drown the values' geometry
+            self.cls_gate = nn.Parameter(torch.tensor(0.1))
 
-    def forward(self, cells: torch.Tensor, col_mask: torch.Tensor) -> torch.Tensor:
-        """cells: (B, N, D, E), col_mask: (B, D) -> rows (B, N, n_cls*E)."""
+    def forward(self, cells: torch.Tensor, col_mask: torch.Tensor, values: torch.Tensor | None = None) -> torch.Tensor:
+        """cells: (B, N, D, E), col_mask: (B, D), values: (B, N, D) numeric values (0 elsewhere), needed with
+        ``value_skip`` -> rows (B, N, n_cls*E)."""
         b, n, d, e = cells.shape
         if d > self.column_id.shape[0]:
             raise ValueError(f"the encoder takes at most {self.column_id.shape[0]} features, got {d}")
@@ -72,8 +79,12 @@ class RowInteraction(nn.Module):
         keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
         for block in self.blocks:
             tokens = block(tokens, tokens, keys)
-        rows = tokens[:, : self.n_cls].reshape(b, n, self.n_cls * e)  # (B, N, d)
-        return self.norm(rows)
+        rows = self.norm(tokens[:, : self.n_cls].reshape(b, n, self.n_cls * e))  # (B, N, d)
+        if self.value_codes is not None:
+            if values is None:
+                raise ValueError("value_skip needs the numeric values")
+            rows = self.cls_gate * rows + values @ self.value_codes[:d].to(values.dtype)
+        return rows
 
 
 class Encoder(nn.Module):
@@ -84,4 +95,8 @@ class Encoder(nn.Module):
 
     def forward(self, X, col_mask, cat_mask, ctx_mask) -> torch.Tensor:
         """X: (B, N, D) -> R(0): (B, N, d)."""
-        return self.rows(self.columns(X, cat_mask, ctx_mask), col_mask)
+        values = None
+        if self.rows.value_codes is not None:  # numeric columns only: categorical codes are not magnitudes
+            keep = (col_mask & ~cat_mask)[:, None, :]
+            values = X.clamp(-VALUE_CLIP, VALUE_CLIP).masked_fill(~keep, 0.0)
+        return self.rows(self.columns(X, cat_mask, ctx_mask), col_mask, values)

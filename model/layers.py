@@ -17,12 +17,14 @@ def full_precision(t: torch.Tensor):
 CUDA_ATTENTION_MAX_BATCH = 32768
 
 
-def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """``scaled_dot_product_attention``, in slices of the batch on CUDA when it exceeds the kernels' grid."""
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               max_batch: int | None = None) -> torch.Tensor:
+    """``scaled_dot_product_attention`` in slices of at most ``max_batch`` along the batch (default: on CUDA,
+    the kernels' grid limit; elsewhere unsliced)."""
     s = q.shape[0]
-    if not q.is_cuda or s <= CUDA_ATTENTION_MAX_BATCH:
+    step = max_batch or (CUDA_ATTENTION_MAX_BATCH if q.is_cuda else s)
+    if s <= step:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    step = CUDA_ATTENTION_MAX_BATCH
     return torch.cat([F.scaled_dot_product_attention(q[i:i + step], k[i:i + step], v[i:i + step],
                                                      attn_mask=None if mask is None else mask[i:i + step])
                       for i in range(0, s, step)])

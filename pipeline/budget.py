@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from model.checkpoint import read_checkpoint, save_checkpoint
-from pipeline.config import TrainConfig, config_to_dict
+from pipeline.config import TrainConfig, adopt_init_checkpoint, config_to_dict
 from pipeline.train_loop import run_local
 from pipeline.validation import Validator
 
@@ -66,7 +66,7 @@ def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
 def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, *, device: str = "cpu",
                         workers: int = 0, probe_steps: int = 8, reserve_s: float = 20.0,
                         state_dir: str | Path | None = None, max_steps_cap: int | None = None,
-                        phase_note: str = "") -> dict[str, Any]:
+                        phase_note: str = "", step_s: float | None = None) -> dict[str, Any]:
     """Probe, size and run a pretraining run that ends within ``budget_s`` seconds of this call.
 
     Parameters
@@ -88,6 +88,10 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
         Seconds kept back for exporting and safety.
     state_dir : path, optional
         Where training states go (default ``out_dir/state``); a state can be larger than the model.
+    step_s : float, optional
+        Seconds per step measured by an earlier run of the same configuration on the same machine: skips the
+        probe (whose steps share the CPUs with a worker pool that is still filling its queue, so it can read
+        up to twice the steady-state step time).
 
     Returns
     -------
@@ -95,6 +99,7 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
         The summary also written to ``summary.json``.
     """
     t0 = time.monotonic()
+    cfg = adopt_init_checkpoint(cfg)  # the network it holds decides the model config
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     state = Path(state_dir) if state_dir is not None else out / "state"
@@ -104,23 +109,29 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     if probe_steps < 2:
         raise ValueError("probe_steps must be >= 2")
 
-    probe_cfg = dataclasses.replace(cfg, max_steps=probe_steps, val_tasks=0, checkpoint_every=probe_steps,
-                                    seed=(cfg.seed + 1) % 2**22)
-    probe = run_local(probe_cfg, prefetch_workers=workers, device=dev)
-    step_times = sorted(h["step_time_s"] for h in probe.history[probe_steps // 2:])
-    step_s = step_times[len(step_times) // 2]
     val_s = 0.0
-    if cfg.val_tasks:
-        validator = Validator(cfg.stream, cfg.val_tasks)
-        t = time.monotonic()
-        validator.evaluate(probe.net, dev, cfg.precision)
-        val_s = time.monotonic() - t
-    del probe
-    if dev.type == "cuda":
-        torch.cuda.empty_cache()
+    if step_s is None:
+        probe_cfg = dataclasses.replace(cfg, max_steps=probe_steps, val_tasks=0, checkpoint_every=probe_steps,
+                                        seed=(cfg.seed + 1) % 2**22)
+        probe = run_local(probe_cfg, prefetch_workers=workers, device=dev)
+        step_times = sorted(h["step_time_s"] for h in probe.history[probe_steps // 2:])
+        step_s = step_times[len(step_times) // 2]
+        if cfg.val_tasks:
+            validator = Validator(cfg.stream, cfg.val_tasks)
+            t = time.monotonic()
+            validator.evaluate(probe.net, dev, cfg.precision)
+            val_s = time.monotonic() - t
+        del probe
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+        # the run spins up its own worker pool and validator again: one probe's worth of start-up
+        startup_s = min(30.0, max(0.0, (time.monotonic() - t0) - probe_steps * step_s - val_s))
+    else:
+        if not step_s > 0:
+            raise ValueError(f"step_s must be > 0, got {step_s}")
+        val_s = 5.0 * step_s if cfg.val_tasks else 0.0  # a validation pass costs a few steps
+        startup_s = 30.0
     left = budget_s - (time.monotonic() - t0) - reserve_s
-    # the run spins up its own worker pool and validator again: one probe's worth of start-up
-    startup_s = min(30.0, max(0.0, (time.monotonic() - t0) - probe_steps * step_s - val_s))
     max_steps = size_run(left - startup_s, step_s, val_s, cfg.val_every, max_steps_cap)
     if max_steps < 1:
         raise RuntimeError(f"budget {budget_s:.0f}s leaves no time to train (step {step_s:.2f}s, "

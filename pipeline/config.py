@@ -13,9 +13,11 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from model import ModelConfig
+from model.checkpoint import read_checkpoint
 from model.objective import ObjectiveConfig
 from priors import PriorConfig
 
@@ -270,3 +272,13 @@ def train_preset(name: Literal["paper", "small", "tiny"], *, smoke: bool = False
             objective=dataclasses.replace(cfg.objective, warmup_matching_steps=2),
             stream=dataclasses.replace(cfg.stream, prior=prior, num_actors=1, actor_cpus=0.5))
     return cfg
+
+
+def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
+    """With ``cfg.init_checkpoint``: make its path absolute (workers run elsewhere) and take the model config
+    from the checkpoint, so training continues the network it holds."""
+    if not cfg.init_checkpoint:
+        return cfg
+    path = Path(cfg.init_checkpoint).resolve()
+    model_cfg = ModelConfig.from_dict(read_checkpoint(path)["model_config"])
+    return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))

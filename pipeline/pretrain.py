@@ -21,9 +21,9 @@ from typing import Any, Literal
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from model import ModelConfig, TabClustNet
-from model.checkpoint import read_checkpoint, save_checkpoint
-from pipeline.config import TrainConfig, config_from_dict, config_to_dict, flatten
+from model import TabClustNet
+from model.checkpoint import save_checkpoint
+from pipeline.config import TrainConfig, adopt_init_checkpoint, config_from_dict, config_to_dict, flatten
 from pipeline.prior_stream import (READ_CPUS, StreamFactory, checkpoint_dir_name, latest_checkpoint_step,
                                    stream_execution_options)
 from pipeline.tracking import setup_tracking
@@ -68,18 +68,6 @@ def absolute_tracking_uri(uri: str) -> str:
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
     return uri
-
-
-def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
-    """With ``cfg.init_checkpoint``: make its path absolute (workers run elsewhere) and take the model config
-    from the checkpoint, so training continues the network it holds."""
-    if not cfg.init_checkpoint:
-        return cfg
-    path = Path(cfg.init_checkpoint).resolve()
-    model_cfg = ModelConfig.from_dict(read_checkpoint(path)["model_config"])
-    if model_cfg != cfg.model:
-        logger.info("model config taken from the initial checkpoint %s", path)
-    return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))
 
 
 def load_run_config(storage_path: str, run_name: str) -> TrainConfig:

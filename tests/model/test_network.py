@@ -173,3 +173,48 @@ def test_cin_phase_reports_the_same_partition_as_the_pin_phase_on_a_padded_batch
         pin = compute_losses(net, b, ObjectiveConfig(cin_weight=0.0, warmup_matching_steps=0), step=1)
         cin = compute_losses(net, b, ObjectiveConfig(pin_weight=0.0, warmup_matching_steps=0), step=1)
     assert torch.allclose(pin["soft_ari"], cin["soft_ari"], atol=1e-5)
+
+
+def test_value_skip_makes_the_initial_row_representation_an_isometry_of_the_numeric_values():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", max_features=16)).eval()  # codes orthonormal: 16 <= d_model
+    assert net.cfg.value_skip
+    with torch.no_grad():
+        net.encoder.rows.cls_gate.zero_()  # only the skip path remains
+    task = _task(3, 40, 6, 3, categorical=(5,))
+    t = to_torch(collate([task]))
+    with torch.no_grad():
+        R = net.encode(t["X"], t["row_mask"], t["col_mask"], t["cat_mask"])[0]
+    numeric = torch.as_tensor(task.X[:, :5])
+    dist = lambda Z: (Z[:, None] - Z[None]).pow(2).sum(-1).sqrt()  # noqa: E731  (exact, unlike cdist)
+    assert torch.allclose(dist(R), dist(numeric.float()), atol=1e-4)
+
+
+def test_checkpoint_configs_from_before_the_value_skip_load_without_it():
+    data = ModelConfig.preset("small").to_dict()
+    del data["value_skip"]
+    cfg = ModelConfig.from_dict(data)
+    assert not cfg.value_skip and not hasattr(TabClustNet(cfg).encoder.rows, "cls_gate")
+
+
+def test_attention_in_batch_slices_equals_one_call():
+    from model.layers import _attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(7, 2, 5, 4, generator=g) for _ in range(3))
+    mask = torch.rand(7, 1, 1, 5, generator=g) > 0.3
+    mask[:, ..., 0] = True
+    assert torch.allclose(_attention(q, k, v, mask, max_batch=3), _attention(q, k, v, mask), atol=1e-6)
+
+
+def test_losses_stay_float32_under_bf16_autocast():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny")).train()
+    b = to_torch(collate([_task(1, 50, 4, 3), _task(2, 40, 3, 2)]))
+    objective = ObjectiveConfig(warmup_matching_steps=0)
+    ref = compute_losses(net, b, objective)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = compute_losses(net, b, objective)
+    assert out["loss"].dtype == torch.float32
+    assert float(out["pin_loss"]) == pytest.approx(float(ref["pin_loss"]), abs=2e-2)
+    assert float(out["cin_loss"]) == pytest.approx(float(ref["cin_loss"]), abs=5e-2)

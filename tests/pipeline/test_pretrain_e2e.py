@@ -117,7 +117,7 @@ def test_init_checkpoint_brings_its_model_config_and_an_absolute_path(tmp_path, 
     from model import ModelConfig, TabClustNet
     from model.checkpoint import save_checkpoint
     from pipeline.config import train_preset
-    from pipeline.pretrain import adopt_init_checkpoint
+    from pipeline.config import adopt_init_checkpoint
 
     other = ModelConfig.preset("tiny", n_cls=1)
     save_checkpoint(tmp_path / "init.pt", TabClustNet(other), {})
