@@ -130,7 +130,7 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
         if not step_s > 0:
             raise ValueError(f"step_s must be > 0, got {step_s}")
         val_s = 5.0 * step_s if cfg.val_tasks else 0.0  # a validation pass costs a few steps
-        startup_s = 30.0
+        startup_s = min(30.0, 0.1 * budget_s)  # worker pool and validation set; more for long runs
     left = budget_s - (time.monotonic() - t0) - reserve_s
     max_steps = size_run(left - startup_s, step_s, val_s, cfg.val_every, max_steps_cap)
     if max_steps < 1:

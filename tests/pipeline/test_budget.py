@@ -77,3 +77,26 @@ def test_a_budgeted_run_refuses_a_directory_that_already_holds_a_run(tmp_path):
     (tmp_path / "out" / "state" / "checkpoint_step000000001").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="already holds a run"):
         pretrain_for_budget(CFG, 30.0, tmp_path / "out", step_s=0.1)
+
+
+def test_a_budgeted_run_is_recorded_in_mlflow_with_its_history(tmp_path, tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking import log_budget_run
+
+    pretrain_for_budget(dataclasses.replace(CFG, checkpoint_every=2), 30.0, tmp_path / "out", reserve_s=5.0,
+                        step_s=0.2)
+    steps = json.loads((tmp_path / "out" / SUMMARY_FILE).read_text())["steps"]
+    run_id = log_budget_run(tmp_path / "out", tracking_uri, run_name="budget-test")
+    client = MlflowClient(tracking_uri)
+    run = client.get_run(run_id)
+    assert run.data.tags["backend"] == "budget" and run.data.params["global_batch"] == str(CFG.global_batch)
+    assert [m.step for m in client.get_metric_history(run_id, "pin_loss")] == list(range(1, steps + 1))
+    assert {a.path for a in client.list_artifacts(run_id)} >= {MODEL_FILE, SUMMARY_FILE}
+
+
+def test_recording_an_unfinished_folder_names_what_is_missing(tmp_path, tracking_uri):
+    from pipeline.tracking import log_budget_run
+
+    with pytest.raises(FileNotFoundError, match="history.jsonl"):
+        log_budget_run(tmp_path, tracking_uri)

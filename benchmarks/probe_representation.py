@@ -1,0 +1,69 @@
+"""How much cluster structure survives each stage of a checkpoint, on held-out prior tasks (a diagnostic).
+
+For every task, k-means with the true K runs on: the raw values (the peer), the encoder's row representation R,
+and the network's own known-K partition. If k-means on R falls far below k-means on the raw values, the encoder
+throws the rows' geometry away and no decoder can recover it; if R keeps it but the partition does not, the
+decoder is what has to learn. This is how the encoder bottleneck fixed by ``ModelConfig.value_skip`` was found.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/probe_representation.py [--checkpoint PATH ...] [--tasks 24]
+
+Prints median ARIs and the ratio of each to the raw-value peer. A ``random:<preset>`` checkpoint name probes an
+untrained network of that preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score
+
+from model import ModelConfig, TabClustNet
+from model.batching import collate, to_torch
+from model.checkpoint import load_checkpoint
+from pipeline.config import train_preset
+from pipeline.validation import make_validation_tasks
+
+
+def _load(name: str) -> TabClustNet:
+    if name.startswith("random:"):
+        torch.manual_seed(0)
+        return TabClustNet(ModelConfig.preset(name.split(":", 1)[1]))
+    return load_checkpoint(name)[0]
+
+
+def probe(net: TabClustNet, tasks, seed: int = 0) -> dict[str, float]:
+    """Median ARIs over ``tasks``: k-means on raw X, k-means on R, and the network's known-K partition."""
+    net.eval()
+    scores: dict[str, list[float]] = {"kmeans_X": [], "kmeans_R": [], "network_known_K": []}
+    for task in tasks:
+        b = to_torch(collate([task]), "cpu")
+        with torch.no_grad():
+            R = net.encode(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"])
+            logits = net.partition_logits(R, b["row_mask"], b["n_clusters"])
+        km = lambda Z: KMeans(task.n_clusters, n_init=3, random_state=seed).fit_predict(Z)  # noqa: E731
+        scores["kmeans_X"].append(adjusted_rand_score(task.y, km(task.X)))
+        scores["kmeans_R"].append(adjusted_rand_score(task.y, km(R[0].numpy())))
+        scores["network_known_K"].append(adjusted_rand_score(task.y, logits[0].argmax(-1).numpy()))
+    return {k: float(np.median(v)) for k, v in scores.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", nargs="+", default=["model/weights/tabclustpfn-small.pt", "random:small"])
+    p.add_argument("--tasks", type=int, default=24, help="held-out validation-prior tasks (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    tasks = make_validation_tasks(train_preset("small").stream, args.tasks)
+    print(f"{'checkpoint':50s} {'kmeans(X)':>10s} {'kmeans(R)':>10s} {'ratio':>6s} {'net, K':>8s} {'ratio':>6s}")
+    for name in args.checkpoint:
+        s = probe(_load(name), tasks)
+        print(f"{name:50s} {s['kmeans_X']:10.3f} {s['kmeans_R']:10.3f} {s['kmeans_R'] / s['kmeans_X']:6.2f} "
+              f"{s['network_known_K']:8.3f} {s['network_known_K'] / s['kmeans_X']:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
