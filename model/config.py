@@ -42,6 +42,7 @@ class ModelConfig:
     decoder: DecoderKind = "iterative"
     cin_head: CinHead = "categorical"
     value_skip: bool = False
+    proto_competition: bool = False  # iterative decoder: prototypes compete for rows (see layers.CompetitiveMAB)
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
@@ -90,7 +91,8 @@ class ModelConfig:
 PRESETS: dict[str, ModelConfig] = {
     "paper": ModelConfig(),
     "small": ModelConfig(col_dim=32, col_blocks=1, col_heads=4, col_inducing=16, row_blocks=2, row_heads=4,
-                         n_cls=4, dec_blocks=3, dec_heads=4, value_skip=True),
+                         n_cls=4, dec_blocks=3, dec_heads=4, value_skip=True, proto_competition=True),
     "tiny": ModelConfig(col_dim=8, col_blocks=1, col_heads=2, col_inducing=4, row_blocks=1, row_heads=2,
-                        n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32, value_skip=True),
+                        n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32, value_skip=True,
+                        proto_competition=True),
 }

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import ModelConfig
-from model.layers import MAB, full_precision
+from model.layers import MAB, CompetitiveMAB, full_precision
 
 
 class CosineHead(nn.Module):
@@ -39,8 +39,11 @@ class IterativeDecoder(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.prototypes = nn.Parameter(torch.randn(cfg.k_max, d) * d**-0.5)
+        self.competitive = cfg.proto_competition
+        gather = CompetitiveMAB if self.competitive else MAB
         self.blocks = nn.ModuleList(
-            nn.ModuleList(MAB(d, cfg.dec_heads, cfg.ff_factor) for _ in range(3)) for _ in range(cfg.dec_blocks)
+            nn.ModuleList([MAB(d, cfg.dec_heads, cfg.ff_factor), gather(d, cfg.dec_heads, cfg.ff_factor),
+                           MAB(d, cfg.dec_heads, cfg.ff_factor)]) for _ in range(cfg.dec_blocks)
         )
         self.head = CosineHead(d)
 
@@ -49,7 +52,7 @@ class IterativeDecoder(nn.Module):
         C = self.prototypes.expand(R.shape[0], -1, -1)
         for sa, ca_c, ca_r in self.blocks:
             C = sa(C, C, k_mask)
-            C = ca_c(C, R, ctx_mask)
+            C = ca_c(C, R, ctx_mask, k_mask) if self.competitive else ca_c(C, R, ctx_mask)
             R = ca_r(R, C, k_mask)
         return self.head(R, C)
 

@@ -78,3 +78,33 @@ class ISAB(nn.Module):
         ind = self.inducing.unsqueeze(0).expand(x.shape[0], -1, -1)  # (S, m, E)
         summary = self.summarise(ind, x, ctx_mask)
         return self.read(x, summary)
+
+
+class CompetitiveMAB(MAB):
+    """Prototype <- data attention in which the prototypes compete for each row (slot-attention normalisation).
+
+    Each row's attention is a softmax over the (unmasked) prototypes, then every prototype takes the weighted
+    mean of its rows' values. Plain attention normalises over rows instead, so prototypes that start alike read
+    alike: nothing breaks their symmetry until training has shaped the queries. Here a prototype that is
+    slightly closer to some rows takes more of them at once, as one step of soft k-means does.
+    """
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None,
+                query_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (S, K, E) prototypes; y: (S, T, E) rows; key_mask: (S, T) rows that count; query_mask: (S, K)."""
+        s, nq, e = x.shape
+        nk = y.shape[1]
+        h = self.heads
+        q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, K, E/H)
+        k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H)
+        logits = q @ k.transpose(-1, -2) * (e // h) ** -0.5  # (S, H, K, T)
+        if query_mask is not None:
+            logits = logits.masked_fill(~query_mask[:, None, :, None], float("-inf"))
+        attn = torch.softmax(logits, dim=2)  # over prototypes, per row
+        if key_mask is not None:
+            attn = attn * key_mask[:, None, None, :].to(attn.dtype)
+        attn = attn / (attn.sum(-1, keepdim=True) + 1e-6)  # weighted mean over rows
+        o = attn @ v  # (S, H, K, E/H)
+        x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
+        return x + self.ff(self.ln_ff(x))
+

@@ -218,3 +218,32 @@ def test_losses_stay_float32_under_bf16_autocast():
     assert out["loss"].dtype == torch.float32
     assert float(out["pin_loss"]) == pytest.approx(float(ref["pin_loss"]), abs=2e-2)
     assert float(out["cin_loss"]) == pytest.approx(float(ref["cin_loss"]), abs=5e-2)
+
+
+def test_competitive_prototype_attention_ignores_masked_rows_and_prototypes_and_row_order():
+    from model.layers import CompetitiveMAB
+
+    torch.manual_seed(0)
+    mab = CompetitiveMAB(8, 2).eval()
+    C, R = torch.randn(1, 4, 8), torch.randn(1, 30, 8)
+    rows, protos = torch.ones(1, 30, dtype=torch.bool), torch.tensor([[True, True, True, False]])
+    rows[0, 25:] = False
+    out = mab(C, R, rows, protos)
+    R2, C2 = R.clone(), C.clone()
+    R2[0, 25:] = 100.0  # masked rows
+    C2[0, 3] = -50.0  # masked prototype: only its own output may change
+    assert torch.allclose(mab(C2, R2, rows, protos)[:, :3], out[:, :3], atol=1e-5)
+    perm = torch.randperm(25)
+    assert torch.allclose(mab(C, R[:, perm], rows[:, :25], protos), out, atol=1e-5)
+
+
+def test_decoder_with_competition_trains_and_old_configs_load_without_it():
+    cfg = ModelConfig.preset("tiny", proto_competition=True)
+    net = TabClustNet(cfg)
+    b = to_torch(collate([_task(1, 50, 4, 3), _task(2, 40, 3, 2)]))
+    out = compute_losses(net, b, ObjectiveConfig(warmup_matching_steps=0))
+    out["loss"].backward()
+    assert all(p.grad is not None for p in net.decoder.parameters())
+    data = cfg.to_dict()
+    del data["proto_competition"]
+    assert not ModelConfig.from_dict(data).proto_competition
