@@ -39,8 +39,7 @@ class IterativeDecoder(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.prototypes = nn.Parameter(torch.randn(cfg.k_max, d) * d**-0.5)
-        self.competitive = cfg.proto_competition
-        gather = CompetitiveMAB if self.competitive else MAB
+        gather = CompetitiveMAB if cfg.proto_competition else MAB
         self.blocks = nn.ModuleList(
             nn.ModuleList([MAB(d, cfg.dec_heads, cfg.ff_factor), gather(d, cfg.dec_heads, cfg.ff_factor),
                            MAB(d, cfg.dec_heads, cfg.ff_factor)]) for _ in range(cfg.dec_blocks)
@@ -52,7 +51,7 @@ class IterativeDecoder(nn.Module):
         C = self.prototypes.expand(R.shape[0], -1, -1)
         for sa, ca_c, ca_r in self.blocks:
             C = sa(C, C, k_mask)
-            C = ca_c(C, R, ctx_mask, k_mask) if self.competitive else ca_c(C, R, ctx_mask)
+            C = ca_c(C, R, ctx_mask, k_mask)
             R = ca_r(R, C, k_mask)
         return self.head(R, C)
 

@@ -47,17 +47,22 @@ class MAB(nn.Module):
         self.ln_ff = nn.LayerNorm(dim)
         self.ff = nn.Sequential(nn.Linear(dim, ff_factor * dim), nn.GELU(), nn.Linear(ff_factor * dim, dim))
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (S, Q, E) queries; y: (S, T, E) keys/values; key_mask: (S, T) bool, True = may be attended."""
+    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None,
+                query_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (S, Q, E) queries; y: (S, T, E) keys/values; key_mask: (S, T) bool, True = may be attended;
+        query_mask: (S, Q) queries that exist (only :class:`CompetitiveMAB` needs it)."""
         s, nq, e = x.shape
         nk = y.shape[1]
         h = self.heads
         q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, Q, E/H)
         k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H) each
-        mask = None if key_mask is None else key_mask[:, None, None, :]
-        o = _attention(q, k, v, mask)  # (S, H, Q, E/H)
+        o = self.attend(q, k, v, key_mask, query_mask)  # (S, H, Q, E/H)
         x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
         return x + self.ff(self.ln_ff(x))
+
+    def attend(self, q, k, v, key_mask, query_mask) -> torch.Tensor:
+        """Scaled dot-product attention, each query normalised over the keys."""
+        return _attention(q, k, v, None if key_mask is None else key_mask[:, None, None, :])
 
 
 class ISAB(nn.Module):
@@ -89,22 +94,13 @@ class CompetitiveMAB(MAB):
     slightly closer to some rows takes more of them at once, as one step of soft k-means does.
     """
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None,
-                query_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (S, K, E) prototypes; y: (S, T, E) rows; key_mask: (S, T) rows that count; query_mask: (S, K)."""
-        s, nq, e = x.shape
-        nk = y.shape[1]
-        h = self.heads
-        q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, K, E/H)
-        k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H)
-        logits = q @ k.transpose(-1, -2) * (e // h) ** -0.5  # (S, H, K, T)
+    def attend(self, q, k, v, key_mask, query_mask) -> torch.Tensor:
+        """q: (S, H, K, E/H) prototypes, k/v: (S, H, T, E/H) rows; key_mask: (S, T); query_mask: (S, K)."""
+        logits = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5  # (S, H, K, T)
         if query_mask is not None:
             logits = logits.masked_fill(~query_mask[:, None, :, None], float("-inf"))
         attn = torch.softmax(logits, dim=2)  # over prototypes, per row
         if key_mask is not None:
             attn = attn * key_mask[:, None, None, :].to(attn.dtype)
         attn = attn / (attn.sum(-1, keepdim=True) + 1e-6)  # weighted mean over rows
-        o = attn @ v  # (S, H, K, E/H)
-        x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
-        return x + self.ff(self.ln_ff(x))
-
+        return attn @ v  # (S, H, K, E/H)
