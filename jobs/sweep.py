@@ -4,6 +4,7 @@
     python jobs/sweep.py --study pin-loss --budget-steps 2000 --num-samples 2 --real --name pin-2k
     python jobs/sweep.py --name pin-2k --resume                           # after the driver died
     python jobs/sweep.py --study hparams --num-samples 16 --scheduler asha --budget-steps 1000
+    python jobs/sweep.py --name pin-2k --rescore --real                   # score the saved models again
 Writes ablation_<study>.md/.csv and trials_<study>.csv to --output (default: the sweep folder).
 """
 
@@ -15,7 +16,7 @@ import sys
 
 from pipeline.config import apply_overrides, train_preset
 from pipeline.ray_env import init_ray
-from tune.driver import SweepConfig, SweepOptions, run_sweep
+from tune.driver import SweepConfig, SweepOptions, rescore_sweep, run_sweep
 from tune.spaces import STUDY_NAMES
 
 
@@ -35,6 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-concurrent-trials", type=int, help="default: as many as the cluster's CPUs/GPUs fit")
     p.add_argument("--name", help="sweep folder under --storage-path (default: <study>-<date>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue sweep --name: finished trials are kept")
+    p.add_argument("--rescore", action="store_true", help="score sweep --name's saved models again (with --real: "
+                   "add the real suite) and rewrite its tables; trains nothing, needs no Ray")
     p.add_argument("--storage-path", default="runs/sweeps", help="default: %(default)s")
     p.add_argument("--output", help="folder of the tables (default: the sweep folder)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
@@ -49,6 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         sweep = None
         if args.resume and not args.name:
             raise ValueError("--resume needs --name (the sweep folder under --storage-path)")
+        if args.rescore:
+            if not args.name or args.resume or args.study:
+                raise ValueError("--rescore needs --name (a sweep folder under --storage-path) and no --study/--resume")
+            result = rescore_sweep(args.name, storage_path=args.storage_path, real=args.real or None,
+                                   real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None,
+                                   tracking_uri=args.tracking_uri, output=args.output)
+            print(result.files["markdown"].read_text())
+            return 0
         if not args.resume:
             if args.study is None:
                 raise ValueError("--study is required for a new sweep")

@@ -13,6 +13,8 @@ with its scores, so a scheduler cannot stop a trial between its last step and it
 ``run_sweep(..., SweepOptions(resume=True, name=...))`` continues a sweep whose driver died with
 ``Tuner.restore``: finished trials are kept, unfinished and failed ones rerun, and a rerun trial resumes its
 Ray Train run from its newest checkpoint and its MLflow child run.
+:func:`rescore_sweep` scores a finished sweep's saved models again (the real suite added afterwards, or a metric
+added since the sweep ran) and rewrites its tables, without training anything.
 """
 
 from __future__ import annotations
@@ -403,6 +405,15 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
     )
 
 
+def _table_header(sweep: SweepConfig, name: str, parent_id: str) -> list[str]:
+    return [f"Budget: {sweep.budget_steps} steps of {sweep.base.global_batch} tasks per trial; model "
+            f"col_dim={sweep.base.model.col_dim}, dec_blocks={sweep.base.model.dec_blocks}; "
+            f"{sweep.num_samples} sample(s); scheduler {sweep.scheduler}.",
+            f"Synthetic: {sweep.eval_tasks} fixed held-out prior tasks (GMM+ZEUS); real: "
+            + (f"{len(sweep.real_datasets) if sweep.real_datasets else 22} UCI datasets." if sweep.real
+               else "not evaluated (--real).") + f" Sweep `{name}`, MLflow parent run `{parent_id}`."]
+
+
 def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions()) -> SweepResult:
     """Run (or resume) an ablation sweep on the connected Ray cluster and write its table.
 
@@ -435,13 +446,8 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
         _close_child_runs(MlflowClient(uri), records)
         trials = report.trial_frame(records, study)
         table = report.ablation_table(trials, study)
-        header = [f"Budget: {sweep.budget_steps} steps of {sweep.base.global_batch} tasks per trial; model "
-                  f"col_dim={sweep.base.model.col_dim}, dec_blocks={sweep.base.model.dec_blocks}; "
-                  f"{sweep.num_samples} sample(s); scheduler {sweep.scheduler}.",
-                  f"Synthetic: {sweep.eval_tasks} fixed held-out prior tasks (GMM+ZEUS); real: "
-                  + (f"{len(sweep.real_datasets) if sweep.real_datasets else 22} UCI datasets." if sweep.real
-                     else "not evaluated (--real).") + f" Sweep `{name}`, MLflow parent run `{parent_id}`."]
-        files = report.write_tables(options.output or sweep_dir, study, trials, table, header)
+        files = report.write_tables(options.output or sweep_dir, study, trials, table,
+                                    _table_header(sweep, name, parent_id))
         for path in files.values():
             mlflow.log_artifact(str(path), artifact_path="ablation")
         mlflow.log_metrics({"trials_finished": float((trials["status"] == "finished").sum()),
@@ -450,4 +456,75 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
     except BaseException:
         mlflow.end_run(status="FAILED")
         raise
+    return SweepResult(sweep_dir=sweep_dir, parent_run_id=parent_id, trials=trials, table=table, files=files)
+
+
+def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | None = None,
+                  real_datasets: tuple[str, ...] | None = None, tracking_uri: str | None = None,
+                  output: str | None = None) -> SweepResult:
+    """Score the finished trials of sweep ``name`` again from their saved ``model.pt`` and rewrite its tables.
+
+    Nothing is trained and Ray is not needed. Each finished trial's new scores replace its old ones in
+    ``trial.json`` (training figures such as ``ms_per_step`` are kept) and are logged to its MLflow child run at
+    its last step; the rewritten tables go to ``output`` (default: the sweep folder) and to the parent run's
+    ``ablation`` artifacts. Trials that did not finish keep their status and are left out of the means, as in
+    :func:`run_sweep`.
+
+    Parameters
+    ----------
+    name : the sweep's folder under ``storage_path``.
+    real : also score on the real suite (None: as the sweep was run).
+    real_datasets : a subset of the real suite (None: as the sweep was run, or all 22).
+    tracking_uri : MLflow store (default: the one the sweep recorded).
+
+    Raises
+    ------
+    FileNotFoundError
+        No sweep called ``name`` under ``storage_path``, or a finished trial whose ``model.pt`` is missing.
+    """
+    from model.checkpoint import load_checkpoint
+
+    sweep_dir = Path(storage_path).resolve() / name
+    record_path = sweep_dir / SWEEP_FILE
+    if not record_path.is_file():
+        raise FileNotFoundError(f"cannot rescore: no {SWEEP_FILE} in {sweep_dir}; check --storage-path and --name")
+    saved = json.loads(record_path.read_text())
+    sweep = sweep_from_dict(saved["sweep"])
+    if real is not None or real_datasets is not None:
+        sweep = dataclasses.replace(sweep, real=sweep.real if real is None else real,
+                                    real_datasets=real_datasets or sweep.real_datasets)
+    study = sweep.study_spec()
+    uri = absolute_tracking_uri(tracking_uri or saved["tracking_uri"])
+    client = MlflowClient(uri)
+    records = []
+    for path in sorted((sweep_dir / TRIALS_DIR).glob(f"*/{TRIAL_FILE}")):
+        rec = json.loads(path.read_text())
+        if rec.get("status") == "finished":
+            model_path = path.parent / "model.pt"
+            if not model_path.is_file():
+                raise FileNotFoundError(f"trial {rec['trial_id']} finished but its model {model_path} is missing")
+            net, _ = load_checkpoint(model_path)
+            cfg = trial_config(sweep, rec["overrides"])
+            scores = {k: v for k, v in _score(cfg, sweep, net, model_path).items() if math.isfinite(v)}
+            rec["metrics"] = {**rec.get("metrics", {}), **scores}
+            path.write_text(json.dumps(rec, indent=1))
+            if rec.get("mlflow_run_id"):
+                now = int(time.time() * 1000)
+                client.log_batch(rec["mlflow_run_id"],
+                                 metrics=[Metric(k, v, now, cfg.max_steps) for k, v in scores.items()])
+            logger.info("trial %s (%s) rescored: syn_ari %.4f, known-K %.4f", rec["trial_id"],
+                        study.variant(rec["overrides"]), scores.get("syn_ari", math.nan),
+                        scores.get("syn_ari_known_k", math.nan))
+        records.append({"trial_id": rec["trial_id"], "overrides": rec.get("overrides", {}),
+                        "status": rec.get("status", "failed"), "metrics": rec.get("metrics", {}),
+                        "attempts": rec.get("attempts", 0), "mlflow_run_id": rec.get("mlflow_run_id")})
+    if not records:
+        raise FileNotFoundError(f"sweep {name!r} has no trial records under {sweep_dir / TRIALS_DIR}")
+    trials = report.trial_frame(records, study)
+    table = report.ablation_table(trials, study)
+    parent_id = saved["parent_run_id"]
+    files = report.write_tables(output or sweep_dir, study, trials, table, _table_header(sweep, name, parent_id))
+    for file in files.values():
+        client.log_artifact(parent_id, str(file), artifact_path="ablation")
+    client.set_tag(parent_id, "rescored_at", datetime.now().isoformat(timespec="seconds"))
     return SweepResult(sweep_dir=sweep_dir, parent_run_id=parent_id, trials=trials, table=table, files=files)

@@ -20,13 +20,16 @@ logger = logging.getLogger(__name__)
 
 #: Measured columns, in table order, and their headers.
 COLUMNS: dict[str, str] = {
-    "syn_ari": "Syn ARI", "syn_nmi": "Syn NMI", "syn_k_mae": "Syn k-MAE", "syn_k_medae": "Syn k-MedAE",
+    "syn_ari": "Syn ARI", "syn_nmi": "Syn NMI", "syn_k_mae": "Syn k-MAE", "syn_ari_known_k": "Syn ARI (known K)",
+    "syn_k_medae": "Syn k-MedAE",
     "syn_ari_gmm": "Syn ARI (GMM)", "syn_ari_zeus": "Syn ARI (ZEUS)",
-    "real_ari": "Real ARI", "real_nmi": "Real NMI", "real_k_mae": "Real k-MAE", "real_k_medae": "Real k-MedAE",
+    "real_ari": "Real ARI", "real_nmi": "Real NMI", "real_k_mae": "Real k-MAE",
+    "real_ari_known_k": "Real ARI (known K)", "real_k_medae": "Real k-MedAE",
     "ms_per_step": "ms/step", "val_ari": "In-loop val ARI",
 }
 #: Columns shown in every Markdown table; the others only where the study is about them.
-CORE = ("syn_ari", "syn_nmi", "syn_k_mae", "real_ari", "real_nmi", "real_k_mae", "ms_per_step")
+CORE = ("syn_ari", "syn_nmi", "syn_k_mae", "syn_ari_known_k", "real_ari", "real_nmi", "real_k_mae",
+        "real_ari_known_k", "ms_per_step")
 EXTRA = {"prior": ("syn_ari_gmm", "syn_ari_zeus"), "cin-loss": ("syn_k_medae", "real_k_medae"),
          "hparams": ("val_ari",)}
 
@@ -93,7 +96,7 @@ def markdown(table: pd.DataFrame, study: Study, header: Sequence[str] = ()) -> s
     Measured columns that are NaN for every row (e.g. real-suite columns of a sweep run without ``--real``)
     are left out; paper columns are kept.
     """
-    shown = [c for c in CORE[:3] + EXTRA.get(study.name, ()) + CORE[3:] if c in table and table[c].notna().any()]
+    shown = [c for c in CORE[:4] + EXTRA.get(study.name, ()) + CORE[4:] if c in table and table[c].notna().any()]
     lead = ["variant", "n"] if study.is_grid else ["variant", "status"]  # a trial's values are in its name
     paper = [c for c in table.columns if c.startswith("paper_")]
     names = {**{c: COLUMNS[c] for c in shown}, **{c: f"Paper {COLUMNS.get(c[6:], c[6:])}" for c in paper},

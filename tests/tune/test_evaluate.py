@@ -39,6 +39,7 @@ def test_synthetic_scores_match_the_pipeline_validator(tiny_net):
     assert mine["syn_ari"] == pytest.approx(theirs["val_ari"], abs=1e-6)
     assert mine["syn_nmi"] == pytest.approx(theirs["val_nmi"], abs=1e-6)
     assert mine["syn_k_mae"] == pytest.approx(theirs["val_k_mae"], abs=1e-6)
+    assert mine["syn_ari_known_k"] == pytest.approx(theirs["val_ari_known_k"], abs=1e-6)
     errors = [s["k_abs_err"] for s in scores]
     assert mine["syn_k_medae"] == np.median(errors) and mine["syn_tasks"] == 12
     for mech in ("gmm", "zeus"):
@@ -54,3 +55,17 @@ def test_real_suite_scores_are_medians_over_the_datasets(tiny_net, tmp_path):
     out = evaluate_real(path, datasets)
     assert out["real_datasets"] == 2
     assert -1 <= out["real_ari"] <= 1 and 0 <= out["real_nmi"] <= 1 and out["real_k_mae"] >= 0
+
+
+def test_real_known_k_score_clusters_with_the_true_k(tiny_net, tmp_path):
+    from sklearn.metrics import adjusted_rand_score
+
+    from model import TabClustPFN
+    from pipeline.evaluation.suites import real_suite
+
+    path = save_checkpoint(tmp_path / "tiny.pt", tiny_net, {})
+    (iris,) = real_suite(names=["iris"])
+    out = evaluate_real(path, [iris])
+    given = TabClustPFN(iris.n_clusters, checkpoint=path, random_state=0).fit(iris.features)
+    assert given.n_clusters_ == iris.n_clusters == 3
+    assert out["real_ari_known_k"] == pytest.approx(adjusted_rand_score(iris.y, given.labels_))

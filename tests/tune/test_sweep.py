@@ -143,6 +143,8 @@ def sweep_job():
     (["--smoke"], "--study is required"),
     (["--study", "prior", "--scheduler", "asha", "--smoke"], "prior study"),
     (["--study", "decoder", "--smoke", "--set", "model.decoder_kind=naive"], "unknown key"),
+    (["--rescore"], "--rescore needs --name"),
+    (["--rescore", "--name", "x", "--study", "prior"], "--rescore needs --name"),
 ])
 def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, capsys, monkeypatch):
     monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: pytest.fail("Ray started for a bad request"))
@@ -182,3 +184,79 @@ def test_trial_records_tell_finished_failed_and_stopped_trials_apart(tmp_path):
     assert records["t2"]["status"] == "stopped" and records["t2"]["metrics"]["val_ari"] == 0.1
     assert records["t3"]["status"] == "failed" and records["t3"]["error"] == "boom"  # id from Tune's folder name
     assert records["t2"]["mlflow_run_id"] == "run-t2" and records["t3"]["mlflow_run_id"] is None
+
+
+def _finished_sweep(tmp_path: Path, tiny_checkpoint: str, tracking_uri: str) -> tuple[Path, str, dict[str, str]]:
+    """A sweep folder as run_sweep leaves it (two finished trials with models, one failed), without Ray:
+    sweep.json, trial records with stale scores, an MLflow parent run and a child run per trial."""
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.config import train_preset
+    from tune.driver import SWEEP_FILE, SweepConfig, sweep_to_dict
+
+    sweep = SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=4, eval_tasks=4)
+    sweep_dir = tmp_path / "sweeps" / "old"
+    client = MlflowClient(tracking_uri)
+    exp = client.create_experiment(EXPERIMENT)
+    parent = client.create_run(exp, run_name="sweep old").info.run_id
+    client.set_terminated(parent)
+    children = {}
+    for trial_id, coupling, status in (("t1", "additive", "finished"), ("t2", "decoupled", "finished"),
+                                       ("t3", "additive", "failed")):
+        run = client.create_run(exp, tags={"mlflow.parentRunId": parent, "trial_id": trial_id}).info.run_id
+        client.set_terminated(run)
+        children[trial_id] = run
+        folder = sweep_dir / TRIALS_DIR / trial_id
+        folder.mkdir(parents=True)
+        if status == "finished":
+            shutil.copy(tiny_checkpoint, folder / "model.pt")
+        (folder / TRIAL_FILE).write_text(json.dumps({
+            "trial_id": trial_id, "status": status, "attempts": 1, "mlflow_run_id": run,
+            "overrides": {"objective.coupling": coupling},
+            "metrics": {"syn_ari": 9.0, "ms_per_step": 123.0} if status == "finished" else {}}))
+    (sweep_dir / SWEEP_FILE).write_text(json.dumps({"parent_run_id": parent, "tracking_uri": tracking_uri,
+                                                   "experiment": EXPERIMENT, "sweep": sweep_to_dict(sweep)}))
+    return sweep_dir, parent, children
+
+
+def test_rescoring_a_sweep_replaces_its_scores_keeps_its_timings_and_rewrites_its_tables(tmp_path, tiny_checkpoint,
+                                                                                       tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    from tune.driver import rescore_sweep
+
+    sweep_dir, parent, children = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
+    result = rescore_sweep("old", storage_path=str(tmp_path / "sweeps"), real=True, real_datasets=("iris",))
+    records = _trial_records(sweep_dir)
+    for trial_id in ("t1", "t2"):
+        metrics = records[trial_id]["metrics"]
+        assert metrics["syn_ari"] != 9.0 and -1 <= metrics["syn_ari"] <= 1  # the stale score was replaced
+        assert metrics["ms_per_step"] == 123.0 and metrics["syn_tasks"] == 4  # training figures kept
+        assert -1 <= metrics["syn_ari_known_k"] <= 1 and metrics["real_datasets"] == 1
+        logged = MlflowClient(tracking_uri).get_run(children[trial_id]).data.metrics
+        assert logged["syn_ari_known_k"] == pytest.approx(metrics["syn_ari_known_k"])
+        assert logged["real_ari_known_k"] == pytest.approx(metrics["real_ari_known_k"])
+    assert records["t3"] == {**records["t3"], "status": "failed", "metrics": {}}  # not rescored
+    # the same tiny network in both trials: same scores, and the failed trial is not in the means
+    assert list(result.table["n"]) == [1, 1]
+    assert result.table["syn_ari_known_k"].nunique() == 1 and result.table["real_ari"].notna().all()
+    markdown = (sweep_dir / "ablation_coupling.md").read_text()
+    assert "| Syn ARI (known K) |" in markdown and "| Real ARI (known K) |" in markdown
+    assert "real: 1 UCI datasets" in markdown
+    client = MlflowClient(tracking_uri)
+    assert {a.path for a in client.list_artifacts(parent, "ablation")} == {
+        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv"}
+    assert "rescored_at" in client.get_run(parent).data.tags
+
+
+def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_checkpoint, tracking_uri):
+    from tune.driver import rescore_sweep
+
+    sweep_dir, _, _ = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
+    (sweep_dir / TRIALS_DIR / "t2" / "model.pt").unlink()
+    with pytest.raises(FileNotFoundError, match="t2 finished but its model"):
+        rescore_sweep("old", storage_path=str(tmp_path / "sweeps"))
+    with pytest.raises(FileNotFoundError, match="cannot rescore"):
+        rescore_sweep("nope", storage_path=str(tmp_path / "sweeps"))
