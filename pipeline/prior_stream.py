@@ -24,7 +24,10 @@ import dataclasses
 import functools
 import logging
 import multiprocessing
+import os
 import re
+import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,6 +264,18 @@ def unpack_rows(batch: dict[str, Any]) -> Iterator[dict[str, np.ndarray]]:
         yield {k: np.asarray(batch[k][i]) for k in ROW_KEYS}
 
 
+def _exit_with_parent(parent_pid: int, every_s: float = 0.5) -> None:
+    """Process-pool initializer: end this worker once its parent is gone (killed, e.g. by a job scheduler's
+    SIGKILL, with no chance to shut the pool down), instead of living on as an orphan holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def iter_local_rows(stream: StreamConfig, run_seed: int, layout: StreamLayout, rank: int = 0,
                     remap_categories: int | None = None, workers: int = 0) -> Iterator[dict[str, np.ndarray]]:
     """The rows of ``rank`` without Ray, in order: generated inline (``workers=0``) or by a process pool.
@@ -273,7 +288,8 @@ def iter_local_rows(stream: StreamConfig, run_seed: int, layout: StreamLayout, r
             yield generate_row(stream, run_seed, layout, row, remap_categories)
         return
     ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_exit_with_parent,
+                                                initargs=(os.getpid(),)) as pool:
         pending: deque = deque()
         it = iter(rows)
         for row in it:

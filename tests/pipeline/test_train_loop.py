@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,6 +25,7 @@ from pipeline.train_loop import (
     train_step,
 )
 
+REPO = Path(__file__).resolve().parents[2]
 CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=2,
                           val_every=2)
 
@@ -60,6 +66,46 @@ def test_local_rows_match_the_stream_layout():
     rows = list(iter_local_rows(CFG.stream, CFG.seed, layout))
     assert [(int(r["step"]), int(r["accum_index"])) for r in rows] == [(3, 0), (3, 1), (4, 0), (4, 1)]
     assert (rows[1]["seed"] == generate_row(CFG.stream, CFG.seed, layout, 1)["seed"]).all()
+
+
+_ORPHAN_SCRIPT = """
+import dataclasses, os, sys, time
+from pipeline.config import train_preset
+from pipeline.prior_stream import StreamLayout, iter_local_rows
+cfg = train_preset("tiny", smoke=True)
+rows = iter_local_rows(cfg.stream, cfg.seed, StreamLayout(2, 1, 1, 0, 10**6), workers=2)
+next(rows)
+me = str(os.getpid())
+kids = [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == me]
+print(" ".join(kids), flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process parents from /proc (Linux)")
+def test_prior_worker_processes_exit_when_the_trainer_is_killed():
+    """A SIGKILLed trainer (a scheduler's kill, an out-of-memory kill) cannot shut its prior pool down: the
+    workers must notice their parent is gone and exit instead of living on as orphans."""
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(workers) >= 2, "the pool's worker processes were not found"
+    deadline = time.time() + 20
+    while any(_alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in workers), "prior workers outlived the killed trainer"
 
 
 def test_run_local_logs_every_step_and_keeps_the_newest_two_checkpoints(tmp_path):
