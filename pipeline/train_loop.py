@@ -102,7 +102,8 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
             (out["loss"] / len(micro_batches)).backward()
         for key, value in out.items():
             sums[key] = sums.get(key, 0.0) + float(value.detach())
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+    norms = [torch.nn.utils.clip_grad_norm_(group, cfg.optim.grad_clip) for group in clip_groups(model, cfg)]
+    grad_norm = torch.linalg.vector_norm(torch.stack(norms)) if len(norms) > 1 else norms[0]
     finite = bool(torch.isfinite(grad_norm))  # the same on every rank: gradients are all-reduced
     if finite:
         optimizer.step()
@@ -117,7 +118,21 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
         vec = vec.cpu() / torch.distributed.get_world_size()
     metrics = dict(zip(keys, vec.tolist()))
     metrics.update(lr=lr, grad_norm=float(grad_norm), skipped=float(not finite))
+    if len(norms) > 1:
+        metrics["grad_norm_cin"] = float(norms[1])
     return metrics
+
+
+def clip_groups(model: nn.Module, cfg: TrainConfig) -> list[list[nn.Parameter]]:
+    """Parameter groups whose gradients are clipped separately: with the decoupled objective the partition network
+    and CIN, so that CIN's gradient cannot shrink the PIN's step through a shared norm (the CIN already sees only
+    detached partitions); with the additive objective one group, as the two losses are one objective there."""
+    net = getattr(model, "module", model)  # DDP wraps the network
+    params = [p for p in net.parameters() if p.requires_grad]
+    if cfg.objective.coupling != "decoupled" or not hasattr(net, "cin"):
+        return [params]
+    cin = {id(p) for p in net.cin.parameters()}
+    return [[p for p in params if id(p) not in cin], [p for p in params if id(p) in cin]]
 
 
 def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,

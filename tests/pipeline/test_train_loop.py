@@ -68,6 +68,33 @@ def test_local_rows_match_the_stream_layout():
     assert (rows[1]["seed"] == generate_row(CFG.stream, CFG.seed, layout, 1)["seed"]).all()
 
 
+def test_decoupled_cin_loss_cannot_change_the_partition_networks_step_through_clipping():
+    """Decoupled: CIN trains on detached partitions and is clipped apart, so the PIN's update is the same whatever
+    CIN's loss; with a clip small enough to bind, a shared norm would shrink the PIN's step by CIN's gradient."""
+    cfg = dataclasses.replace(CFG, optim=dataclasses.replace(CFG.optim, grad_clip=1e-3))
+    batch = [to_torch(collate([regenerate_task(cfg.stream, 0, 0, i) for i in range(2)]))]
+    after = {}
+    for weight in (0.0, 1.0):
+        run = dataclasses.replace(cfg, objective=dataclasses.replace(cfg.objective, cin_weight=weight))
+        net = build_model(run)
+        metrics = train_step(net, build_optimizer(net, run.optim), batch, 5, run, torch.device("cpu"))
+        after[weight] = {k: v.detach().clone() for k, v in net.state_dict().items() if not k.startswith("cin.")}
+        assert metrics["grad_norm"] > 1e-3  # the clip binds
+    assert metrics["grad_norm_cin"] > 0
+    for key, value in after[0.0].items():
+        torch.testing.assert_close(after[1.0][key], value, rtol=0, atol=0, msg=key)
+
+
+def test_additive_coupling_clips_the_whole_network_as_one():
+    from pipeline.train_loop import clip_groups
+
+    net = build_model(CFG)
+    additive = dataclasses.replace(CFG, objective=dataclasses.replace(CFG.objective, coupling="additive"))
+    (one,) = clip_groups(net, additive)
+    pin, cin = clip_groups(net, CFG)
+    assert len(one) == len(pin) + len(cin) and {id(p) for p in cin} == {id(p) for p in net.cin.parameters()}
+
+
 _ORPHAN_SCRIPT = """
 import dataclasses, os, sys, time
 from pipeline.config import train_preset
