@@ -4,8 +4,8 @@
         --init-checkpoint model/weights/tabclustpfn-small.pt
     python jobs/pretrain_budget.py --budget-s 60 --out /tmp/b --smoke      # a one-minute CPU check
 
-Probes the step time on the run's own data, sizes the cosine schedule to end inside the budget, trains, and
-writes OUT/model.pt (model checkpoint with its lineage), OUT/history.jsonl and OUT/summary.json. Record the run
+Probes the step time on the run's own data, decays the cosine over the wall-clock time to the deadline (or, with
+``--schedule steps``, over the steps the probe says fit), trains, and writes OUT/model.pt (model checkpoint with its lineage), OUT/history.jsonl and OUT/summary.json. Record the run
 in MLflow afterwards with ``jobs/track_history.py OUT``. See ``pipeline/budget.py``.
 """
 
@@ -44,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps-cap", type=int, help="never plan more steps than this")
     p.add_argument("--probe-steps", type=int, default=8, help="throughput probe steps (default: %(default)s)")
     p.add_argument("--step-s", type=float, help="seconds per step from an earlier run here: skip the probe")
+    p.add_argument("--schedule", choices=["time", "steps"], default="time", help="cosine over the wall-clock time "
+                   "to the deadline (ends decayed however far off the step estimate was) or over the estimated "
+                   "steps (default: %(default)s)")
     p.add_argument("--reserve-s", type=float, default=20.0, help="seconds kept back (default: %(default)s)")
     p.add_argument("--note", default="", help="what this phase does, for the checkpoint's lineage")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any TrainConfig field")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = pretrain_for_budget(cfg, args.budget_s, args.out, device=args.device, workers=args.workers,
                                       probe_steps=args.probe_steps, reserve_s=args.reserve_s,
                                       state_dir=args.state_dir, max_steps_cap=args.max_steps_cap,
-                                      phase_note=args.note, step_s=args.step_s)
+                                      phase_note=args.note, step_s=args.step_s, schedule=args.schedule)
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -6,10 +6,13 @@ module answers it on the run's own data:
 
 1. probe: a few steps of the real configuration (same model, batch, data pool and device) give the seconds per
    step, data waiting included, and one validation pass gives its cost;
-2. size: ``max_steps`` is set so that training plus its validations fit the budget, and the cosine schedule of
-   ``OptimConfig`` ends there;
-3. train with :func:`pipeline.train_loop.run_local` (prefetching process pool, deadline as a safety net), then
-   export the model checkpoint, the per-step history and a summary into ``out_dir``.
+2. size: the steps that fit the budget with their validations. With ``schedule="time"`` (the default) that is
+   only an estimate: after the step warm-up, the cosine decays over the wall-clock time left (:class:`TimeCosine`)
+   and training runs until the deadline, so the learning rate reaches its floor at the end however far off the
+   probe was (on a shared CPU it can read twice the steady step time; ``max_steps`` is then a generous cap). With
+   ``schedule="steps"``, ``max_steps`` is that estimate and the cosine of ``OptimConfig`` ends there;
+3. train with :func:`pipeline.train_loop.run_local` (prefetching process pool, deadline), validate the final
+   weights, then export the model checkpoint, the per-step history and a summary into ``out_dir``.
 
 Continue in a later session with ``--init-checkpoint`` on the exported weights (a new run: fresh optimizer state
 and warm-up), or with ``jobs/pretrain.py`` on Ray. The probe's steps are thrown away.
@@ -49,6 +52,40 @@ def size_run(seconds: float, step_s: float, val_s: float, val_every: int, max_st
     return min(steps, max_steps_cap) if max_steps_cap else steps
 
 
+#: With the time schedule, ``max_steps`` (the prior stream's length) is this many times the probe's estimate.
+TIME_SCHEDULE_STEP_SLACK = 10
+
+
+class TimeCosine:
+    """Learning rate by wall-clock time: linear warm-up over the first ``optim.warmup_steps`` steps, then a cosine
+    from ``optim.lr`` to ``optim.lr * optim.min_lr_ratio`` over the time from the end of the warm-up to ``end``
+    (a ``clock()`` value; the floor is held after it).
+
+    Parameters
+    ----------
+    optim : OptimConfig
+    end : float
+        ``clock()`` at which the cosine reaches its floor.
+    clock : callable
+        Seconds, monotonic (default ``time.monotonic``).
+    """
+
+    def __init__(self, optim, end: float, clock=time.monotonic) -> None:
+        self.optim, self.end, self.clock = optim, end, clock
+        self.decay_start: float | None = None
+
+    def __call__(self, step: int) -> float:
+        o = self.optim
+        if step < o.warmup_steps:
+            return o.lr * (step + 1) / o.warmup_steps
+        now = self.clock()
+        if self.decay_start is None:
+            self.decay_start = now
+        progress = min(1.0, max(0.0, (now - self.decay_start) / max(1e-9, self.end - self.decay_start)))
+        floor = o.lr * o.min_lr_ratio
+        return floor + (o.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
 def _device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -66,7 +103,8 @@ def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
 def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, *, device: str = "cpu",
                         workers: int = 0, probe_steps: int = 8, reserve_s: float = 20.0,
                         state_dir: str | Path | None = None, max_steps_cap: int | None = None,
-                        phase_note: str = "", step_s: float | None = None) -> dict[str, Any]:
+                        phase_note: str = "", step_s: float | None = None,
+                        schedule: str = "time") -> dict[str, Any]:
     """Probe, size and run a pretraining run that ends within ``budget_s`` seconds of this call.
 
     Parameters
@@ -92,6 +130,10 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
         Seconds per step measured by an earlier run of the same configuration on the same machine: skips the
         probe (whose steps share the CPUs with a worker pool that is still filling its queue, so it can read
         up to twice the steady-state step time).
+    schedule : {"time", "steps"}
+        ``time``: the cosine runs over the wall-clock time to the deadline (:class:`TimeCosine`) and training stops
+        there; ``steps``: over the estimated number of steps (a misestimate ends early or is cut at the deadline
+        before the learning rate has decayed).
 
     Returns
     -------
@@ -108,6 +150,8 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     dev = torch.device(device)
     if probe_steps < 2:
         raise ValueError("probe_steps must be >= 2")
+    if schedule not in ("time", "steps"):
+        raise ValueError(f"schedule must be 'time' or 'steps', got {schedule!r}")
 
     val_s = 0.0
     if step_s is None:
@@ -136,11 +180,18 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     if max_steps < 1:
         raise RuntimeError(f"budget {budget_s:.0f}s leaves no time to train (step {step_s:.2f}s, "
                            f"validation {val_s:.1f}s, {left:.0f}s left after the probe)")
-    run_cfg = dataclasses.replace(cfg, max_steps=max_steps,
-                                  optim=dataclasses.replace(cfg.optim,
-                                                            warmup_steps=min(cfg.optim.warmup_steps, max_steps // 5)))
-    logger.info("probe: %.3fs/step (%d tasks), validation %.1fs, %.0fs left -> %d steps", step_s,
-                cfg.global_batch, val_s, left, max_steps)
+    optim = dataclasses.replace(cfg.optim, warmup_steps=min(cfg.optim.warmup_steps, max_steps // 5))
+    # the loop stops at the deadline; the final validation and the export come after it
+    deadline = t0 + budget_s - reserve_s / 2 - val_s
+    lr_schedule = None
+    if schedule == "time":
+        lr_schedule = TimeCosine(optim, end=deadline)
+        cap = max_steps * TIME_SCHEDULE_STEP_SLACK
+        max_steps = min(cap, max_steps_cap) if max_steps_cap else cap
+    run_cfg = dataclasses.replace(cfg, max_steps=max_steps, optim=optim)
+    logger.info("probe: %.3fs/step (%d tasks), validation %.1fs, %.0fs left -> %s", step_s, cfg.global_batch,
+                val_s, left, f"~{max_steps // TIME_SCHEDULE_STEP_SLACK} steps, cosine over the time to the deadline "
+                f"(at most {max_steps} steps)" if schedule == "time" else f"{max_steps} steps")
 
     lineage, prior_tasks = _lineage(cfg.init_checkpoint)
     history_path = out / HISTORY_FILE
@@ -167,13 +218,14 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
         history[:] = hist
         save_checkpoint(out / MODEL_FILE, net, metadata(step, hist))
 
-    deadline = t0 + budget_s - reserve_s / 2
     result = run_local(run_cfg, run_dir=state, log=log, prefetch_workers=workers, device=dev, deadline=deadline,
-                       on_checkpoint=on_checkpoint)
+                       on_checkpoint=on_checkpoint, lr_schedule=lr_schedule)
     save_checkpoint(out / MODEL_FILE, result.net, metadata(result.step, result.history))
     last_val = next((h for h in reversed(result.history) if "val_ari_known_k" in h), {})
     summary = {
-        "device": _device_name(dev), "probe_step_s": step_s, "validation_s": val_s, "planned_steps": max_steps,
+        "device": _device_name(dev), "probe_step_s": step_s, "validation_s": val_s, "schedule": schedule,
+        "planned_steps": max_steps // TIME_SCHEDULE_STEP_SLACK if schedule == "time" else max_steps,
+        "final_lr": result.history[-1]["lr"] if result.history else math.nan,
         "steps": result.step, "tasks": result.step * cfg.global_batch, "train_wall_s": time.time() - started,
         "total_wall_s": time.monotonic() - t0, "budget_s": budget_s,
         "mean_tasks_per_s": (result.step * cfg.global_batch) / max(1e-9, time.time() - started),

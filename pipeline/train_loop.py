@@ -82,13 +82,14 @@ def autocast_for(device: torch.device, precision: str = "bf16") -> contextlib.Ab
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches: Sequence[dict[str, torch.Tensor]],
-               step: int, cfg: TrainConfig, device: torch.device) -> dict[str, float]:
+               step: int, cfg: TrainConfig, device: torch.device, lr: float | None = None) -> dict[str, float]:
     """One optimisation step over this worker's micro-batches; returns metrics averaged over all workers.
 
     The loss of each micro-batch (a mean over its tasks) is divided by their number, so with DDP averaging the
-    gradient is the mean over the global batch however it is split into workers and micro-batches.
+    gradient is the mean over the global batch however it is split into workers and micro-batches. ``lr``
+    overrides the step schedule :func:`lr_at` (e.g. a schedule driven by a time budget).
     """
-    lr = lr_at(step, cfg.optim, cfg.max_steps)
+    lr = lr_at(step, cfg.optim, cfg.max_steps) if lr is None else lr
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
@@ -169,6 +170,8 @@ class LoopHooks:
     history: list[dict[str, float]] = field(default_factory=list)
     #: ``time.monotonic()`` after which the loop stops early (checkpointing the last finished step); None: never.
     deadline: float | None = None
+    #: ``lr(step)`` replacing :func:`lr_at` (e.g. :class:`pipeline.budget.TimeCosine`); None: the step schedule.
+    lr: Callable[[int], float] | None = None
 
 
 def _next_step_batches(rows: Iterator[dict[str, np.ndarray]], accum: int, rank: int,
@@ -219,15 +222,17 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
                                "steps in between is skipped", data_step, step, offset)
         elif data_step - step != offset:
             raise RuntimeError(f"stream row of step {data_step} arrived at step {step}: rows out of order")
-        metrics = train_step(model, optimizer, batches, step, cfg, device)
+        metrics = train_step(model, optimizer, batches, step, cfg, device,
+                             lr=hooks.lr(step) if hooks.lr is not None else None)
         elapsed = time.perf_counter() - t0
         metrics.update(tasks_per_s=cfg.global_batch / elapsed, data_wait_fraction=wait / elapsed,
                        step_time_s=elapsed)
         done = step + 1
+        out_of_time = hooks.deadline is not None and time.monotonic() >= hooks.deadline and done < cfg.max_steps
         if rank == 0:
-            if hooks.validate is not None and (done % cfg.val_every == 0 or done == cfg.max_steps):
+            if hooks.validate is not None and (done % cfg.val_every == 0 or done == cfg.max_steps or out_of_time):
                 metrics.update(hooks.validate(done))
-            if done % cfg.log_every == 0 or done == cfg.max_steps:
+            if done % cfg.log_every == 0 or done == cfg.max_steps or out_of_time:
                 hooks.log(done, metrics)
             hooks.history.append({"step": done, **metrics})
             if done % cfg.progress_every == 0 or done == cfg.max_steps:
@@ -236,7 +241,6 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
                             "wait %.1f%%  eta %.0fs", done, cfg.max_steps, metrics["pin_loss"], metrics["soft_ari"],
                             metrics["k_acc"], metrics["lr"], metrics["tasks_per_s"],
                             100 * metrics["data_wait_fraction"], (cfg.max_steps - done) / max(rate, 1e-9))
-        out_of_time = hooks.deadline is not None and time.monotonic() >= hooks.deadline and done < cfg.max_steps
         if done % cfg.checkpoint_every == 0 or done == cfg.max_steps or out_of_time:
             hooks.checkpoint(done, metrics)
         if out_of_time:
@@ -349,7 +353,8 @@ class LocalResult:
 
 def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Callable | None = None,
               prefetch_workers: int = 0, device: str | torch.device = "cpu", threads: int | None = 1,
-              deadline: float | None = None, on_checkpoint: Callable | None = None) -> LocalResult:
+              deadline: float | None = None, on_checkpoint: Callable | None = None,
+              lr_schedule: Callable[[int], float] | None = None) -> LocalResult:
     """Pretrain in this process, without Ray: the same step function and data as one Ray Train worker.
 
     Parameters
@@ -372,6 +377,8 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
         and ``LocalResult.step`` says where training stopped.
     on_checkpoint : callable, optional
         ``on_checkpoint(step, net, history)`` after each training state is written (needs ``run_dir``).
+    lr_schedule : callable, optional
+        ``lr_schedule(step)`` -> learning rate, replacing the step schedule of ``cfg.optim``.
 
     Returns
     -------
@@ -381,14 +388,15 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
     if threads:
         torch.set_num_threads(threads)
     try:
-        return _run_local(cfg, run_dir, log, prefetch_workers, torch.device(device), deadline, on_checkpoint)
+        return _run_local(cfg, run_dir, log, prefetch_workers, torch.device(device), deadline, on_checkpoint,
+                          lr_schedule)
     finally:
         torch.set_num_threads(previous)
 
 
 def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | None, prefetch_workers: int,
                device: torch.device, deadline: float | None = None,
-               on_checkpoint: Callable | None = None) -> LocalResult:
+               on_checkpoint: Callable | None = None, lr_schedule: Callable | None = None) -> LocalResult:
     """The body of :func:`run_local`."""
     from pipeline.validation import Validator
 
@@ -405,7 +413,7 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
         optimizer.load_state_dict(state["optimizer"])
     layout = StreamLayout(cfg.micro_batch, cfg.accum_steps, 1, start, cfg.max_steps)
     rows = iter_local_rows(cfg.stream, cfg.seed, layout, 0, cfg.model.max_categories, prefetch_workers)
-    hooks = LoopHooks(log=log or (lambda step, metrics: None), deadline=deadline)
+    hooks = LoopHooks(log=log or (lambda step, metrics: None), deadline=deadline, lr=lr_schedule)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # what is left in float32 runs on tensor cores
         torch.backends.cudnn.allow_tf32 = True

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from pipeline.budget import HISTORY_FILE, MODEL_FILE, SUMMARY_FILE, pretrain_for_budget, size_run
+from pipeline.budget import HISTORY_FILE, MODEL_FILE, SUMMARY_FILE, TimeCosine, pretrain_for_budget, size_run
 from pipeline.config import train_preset
 from pipeline.prior_stream import StreamLayout, generate_row
 from pipeline.train_loop import build_model, build_optimizer, run_local, train_step
@@ -60,7 +60,7 @@ def test_budgeted_run_ends_inside_its_budget_and_records_its_lineage(tmp_path, t
     summary = pretrain_for_budget(cfg, budget, tmp_path / "out", probe_steps=2, reserve_s=5.0, step_s=0.2,
                                   phase_note="test phase")
     assert time.monotonic() - t0 <= budget
-    assert summary["steps"] >= 1 and summary["steps"] <= summary["planned_steps"]
+    assert summary["steps"] >= 1 and summary["schedule"] == "time"
     out = tmp_path / "out"
     lines = [json.loads(line) for line in (out / HISTORY_FILE).read_text().splitlines()]
     assert [h["step"] for h in lines] == list(range(1, summary["steps"] + 1))
@@ -71,6 +71,38 @@ def test_budgeted_run_ends_inside_its_budget_and_records_its_lineage(tmp_path, t
     assert meta["total_tasks_seen"] == 100 + summary["steps"] * cfg.global_batch
     trained, _ = load_checkpoint(out / MODEL_FILE)
     assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), net.state_dict().values()))
+
+
+def test_time_cosine_warms_up_by_steps_then_decays_over_the_time_left():
+    now = [100.0]
+    optim = dataclasses.replace(CFG.optim, lr=1e-3, warmup_steps=4, min_lr_ratio=0.1)
+    lr = TimeCosine(optim, end=200.0, clock=lambda: now[0])
+    assert [lr(s) for s in range(4)] == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3])
+    now[0] = 120.0
+    assert lr(4) == pytest.approx(1e-3)  # the decay starts when the warm-up ends: 80 s of cosine left
+    now[0] = 160.0
+    assert lr(50) == pytest.approx(1e-4 + 0.9e-3 * 0.5)  # half the time, whatever the step
+    now[0] = 200.0
+    assert lr(51) == pytest.approx(1e-4)
+    now[0] = 260.0
+    assert lr(52) == pytest.approx(1e-4)  # the floor holds after the end
+
+
+def test_a_time_scheduled_run_decays_to_the_floor_by_its_deadline_even_when_the_step_estimate_is_far_off(tmp_path):
+    """The step estimate (0.3 s a step) is several times too slow; the run trains until its deadline instead, ends with the learning
+    rate at the floor, validates its final weights and still finishes inside its budget."""
+    cfg = dataclasses.replace(CFG, checkpoint_every=1000, val_every=1000,
+                              optim=dataclasses.replace(CFG.optim, warmup_steps=2, min_lr_ratio=0.1))
+    budget, t0 = 25.0, time.monotonic()
+    summary = pretrain_for_budget(cfg, budget, tmp_path / "out", reserve_s=4.0, step_s=0.3)
+    assert time.monotonic() - t0 <= budget
+    assert summary["planned_steps"] < summary["steps"] < 10 * summary["planned_steps"]  # not stopped by the cap
+    history = [json.loads(line) for line in (tmp_path / "out" / HISTORY_FILE).read_text().splitlines()]
+    lrs = [h["lr"] for h in history]
+    floor, peak = cfg.optim.lr * 0.1, cfg.optim.lr
+    assert lrs[-1] == summary["final_lr"] and lrs[-1] - floor < 0.1 * (peak - floor)
+    assert all(a >= b for a, b in zip(lrs[2:], lrs[3:]))  # monotone after the warm-up
+    assert "val_ari_known_k" in history[-1]  # the final weights were validated
 
 
 def test_a_budgeted_run_refuses_a_directory_that_already_holds_a_run(tmp_path):
@@ -85,7 +117,7 @@ def test_a_budgeted_run_is_recorded_in_mlflow_with_its_history(tmp_path, trackin
     from pipeline.tracking import log_budget_run
 
     pretrain_for_budget(dataclasses.replace(CFG, checkpoint_every=2), 30.0, tmp_path / "out", reserve_s=5.0,
-                        step_s=0.2)
+                        step_s=0.2, schedule="steps")
     steps = json.loads((tmp_path / "out" / SUMMARY_FILE).read_text())["steps"]
     run_id = log_budget_run(tmp_path / "out", tracking_uri, run_name="budget-test")
     client = MlflowClient(tracking_uri)
