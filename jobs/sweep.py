@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         options = SweepOptions(storage_path=args.storage_path, name=args.name, resume=args.resume,
                                tracking_uri=args.tracking_uri, output=args.output,
                                max_concurrent_trials=args.max_concurrent_trials)
-        init_ray(args.address)
+        init_ray(args.address, dashboard=True)  # Ray Train frees stopped trials' CPUs through the State API
         result = run_sweep(sweep, options)
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)

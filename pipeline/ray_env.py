@@ -18,7 +18,8 @@ logger = logging.getLogger(__name__)
 MIN_LOCAL_CPUS = 4
 
 
-def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: bool = True) -> bool:
+def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: bool = True,
+             dashboard: bool = False) -> bool:
     """Join a running Ray cluster or start a local one; return True if this call started Ray.
 
     Parameters
@@ -30,15 +31,22 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
         Logical CPUs of a locally started Ray; default ``max(os.cpu_count(), MIN_LOCAL_CPUS)``.
     quiet : bool
         Keep Ray's own progress bars and info logs out of the job's output.
+    dashboard : bool
+        Start the dashboard (bound to 127.0.0.1) with a local Ray: Ray's State API lives there, and Ray Train's
+        ``PlacementGroupCleaner`` needs it to see that a stopped trial's controller is dead; without it, every trial
+        a Tune scheduler stops keeps its CPUs reserved and later trials starve.
     """
     if ray.is_initialized():
         return False
-    kwargs: dict = {"include_dashboard": False, "log_to_driver": not quiet}
+    kwargs: dict = {"include_dashboard": dashboard, "log_to_driver": not quiet}
+    if dashboard:
+        kwargs["dashboard_host"] = "127.0.0.1"
     if quiet:
         kwargs["logging_level"] = logging.WARNING
+    join = {k: v for k, v in kwargs.items() if k != "dashboard_host"} | {"include_dashboard": False}  # as before
     if address is None and not os.environ.get("RAY_ADDRESS"):
         try:
-            ray.init(address="auto", **kwargs)
+            ray.init(address="auto", **join)
             logger.info("joined the running Ray cluster")
             return True
         except (ConnectionError, RuntimeError):
@@ -48,5 +56,5 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
         ray.init(address="local", num_cpus=cpus, **kwargs)
         logger.info("started a local Ray with %d logical CPUs", cpus)
         return True
-    ray.init(address=address, **kwargs)
+    ray.init(address=address, **join)
     return True

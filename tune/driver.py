@@ -60,10 +60,12 @@ class SweepConfig:
     final scoring). ``real_datasets``: a subset of the real suite (default: all 22).
 
     ``scheduler="asha"`` lets Tune stop weak trials at a Train report. Ray Train (2.60) frees a stopped trial's
-    worker placement group through its ``PlacementGroupCleaner``, which cannot find its cluster on a host running
-    several Ray instances at once ("Found multiple active Ray instances") unless ``RAY_ADDRESS`` is set in the
-    cluster's environment (``RAY_ADDRESS=<ip:port> ray start --head --port <port>``); otherwise those CPUs stay
-    reserved and later trials wait for them.
+    worker placement group through its ``PlacementGroupCleaner``, which asks the State API (served by the
+    dashboard: ``init_ray(dashboard=True)``) whether the trial's controller is dead, and cannot find its cluster on
+    a host running several Ray instances at once ("Found multiple active Ray instances") unless ``RAY_ADDRESS`` is
+    set in the cluster's environment (``RAY_ADDRESS=<ip:port> ray start --head --port <port>``); otherwise those
+    CPUs stay reserved and later trials wait for them (seen: a trial starved for 25 minutes behind two stopped
+    trials' reservations on a Ray started without the dashboard).
     """
 
     study: StudyName

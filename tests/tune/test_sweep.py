@@ -147,13 +147,13 @@ def sweep_job():
     (["--rescore", "--name", "x", "--study", "prior"], "--rescore needs --name"),
 ])
 def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, capsys, monkeypatch):
-    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: pytest.fail("Ray started for a bad request"))
+    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: pytest.fail("Ray started for a bad request"))
     assert sweep_job.main(argv) == 1
     assert message in capsys.readouterr().err
 
 
 def test_cli_refuses_to_resume_a_sweep_that_does_not_exist(sweep_job, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None: False)
+    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: False)
     assert sweep_job.main(["--resume", "--name", "nope", "--storage-path", str(tmp_path)]) == 1
     assert "cannot resume" in capsys.readouterr().err
 
