@@ -5,8 +5,9 @@
     python jobs/pretrain_budget.py --budget-s 60 --out /tmp/b --smoke      # a one-minute CPU check
 
 Probes the step time on the run's own data, decays the cosine over the wall-clock time to the deadline (or, with
-``--schedule steps``, over the steps the probe says fit), trains, and writes OUT/model.pt (model checkpoint with its lineage), OUT/history.jsonl and OUT/summary.json. Record the run
-in MLflow afterwards with ``jobs/track_history.py OUT``. See ``pipeline/budget.py``.
+``--schedule steps``, over the steps the probe says fit), trains, and writes OUT/model.pt (model checkpoint with
+its lineage), OUT/history.jsonl and OUT/summary.json. Record the run in MLflow afterwards with
+``jobs/track_history.py OUT``. See ``pipeline/budget.py``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import torch
 
 from model.checkpoint import read_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_to_dict
-from pipeline.train_loop import run_local
+from pipeline.train_loop import cosine_lr, run_local
 from pipeline.validation import Validator
 
 logger = logging.getLogger(__name__)
@@ -81,9 +81,7 @@ class TimeCosine:
         now = self.clock()
         if self.decay_start is None:
             self.decay_start = now
-        progress = min(1.0, max(0.0, (now - self.decay_start) / max(1e-9, self.end - self.decay_start)))
-        floor = o.lr * o.min_lr_ratio
-        return floor + (o.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return cosine_lr(o, (now - self.decay_start) / max(1e-9, self.end - self.decay_start))
 
 
 def _device_name(device: torch.device) -> str:
@@ -183,15 +181,15 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     optim = dataclasses.replace(cfg.optim, warmup_steps=min(cfg.optim.warmup_steps, max_steps // 5))
     # the loop stops at the deadline; the final validation and the export come after it
     deadline = t0 + budget_s - reserve_s / 2 - val_s
-    lr_schedule = None
+    estimate, lr_schedule = max_steps, None
     if schedule == "time":
         lr_schedule = TimeCosine(optim, end=deadline)
-        cap = max_steps * TIME_SCHEDULE_STEP_SLACK
+        cap = estimate * TIME_SCHEDULE_STEP_SLACK
         max_steps = min(cap, max_steps_cap) if max_steps_cap else cap
     run_cfg = dataclasses.replace(cfg, max_steps=max_steps, optim=optim)
     logger.info("probe: %.3fs/step (%d tasks), validation %.1fs, %.0fs left -> %s", step_s, cfg.global_batch,
-                val_s, left, f"~{max_steps // TIME_SCHEDULE_STEP_SLACK} steps, cosine over the time to the deadline "
-                f"(at most {max_steps} steps)" if schedule == "time" else f"{max_steps} steps")
+                val_s, left, f"~{estimate} steps, cosine over the time to the deadline (at most {max_steps} steps)"
+                if schedule == "time" else f"{max_steps} steps")
 
     lineage, prior_tasks = _lineage(cfg.init_checkpoint)
     history_path = out / HISTORY_FILE
@@ -224,7 +222,7 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     last_val = next((h for h in reversed(result.history) if "val_ari_known_k" in h), {})
     summary = {
         "device": _device_name(dev), "probe_step_s": step_s, "validation_s": val_s, "schedule": schedule,
-        "planned_steps": max_steps // TIME_SCHEDULE_STEP_SLACK if schedule == "time" else max_steps,
+        "planned_steps": estimate,
         "final_lr": result.history[-1]["lr"] if result.history else math.nan,
         "steps": result.step, "tasks": result.step * cfg.global_batch, "train_wall_s": time.time() - started,
         "total_wall_s": time.monotonic() - t0, "budget_s": budget_s,

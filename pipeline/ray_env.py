@@ -38,23 +38,22 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
     """
     if ray.is_initialized():
         return False
-    kwargs: dict = {"include_dashboard": dashboard, "log_to_driver": not quiet}
-    if dashboard:
-        kwargs["dashboard_host"] = "127.0.0.1"
+    kwargs: dict = {"include_dashboard": False, "log_to_driver": not quiet}
     if quiet:
         kwargs["logging_level"] = logging.WARNING
-    join = {k: v for k, v in kwargs.items() if k != "dashboard_host"} | {"include_dashboard": False}  # as before
     if address is None and not os.environ.get("RAY_ADDRESS"):
         try:
-            ray.init(address="auto", **join)
+            ray.init(address="auto", **kwargs)
             logger.info("joined the running Ray cluster")
             return True
         except (ConnectionError, RuntimeError):
             address = "local"
     if address == "local" or (address is None and not os.environ.get("RAY_ADDRESS")):
         cpus = num_cpus if num_cpus is not None else max(os.cpu_count() or 1, MIN_LOCAL_CPUS)
+        if dashboard:
+            kwargs.update(include_dashboard=True, dashboard_host="127.0.0.1")
         ray.init(address="local", num_cpus=cpus, **kwargs)
         logger.info("started a local Ray with %d logical CPUs", cpus)
         return True
-    ray.init(address=address, **join)
+    ray.init(address=address, **kwargs)
     return True

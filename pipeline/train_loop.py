@@ -47,8 +47,13 @@ def lr_at(step: int, optim: OptimConfig, max_steps: int) -> float:
     """Learning rate of 0-based step ``step``: linear warm-up to ``optim.lr``, then cosine to the floor."""
     if step < optim.warmup_steps:
         return optim.lr * (step + 1) / optim.warmup_steps
+    return cosine_lr(optim, (step - optim.warmup_steps) / max(1, max_steps - optim.warmup_steps))
+
+
+def cosine_lr(optim: OptimConfig, progress: float) -> float:
+    """The cosine part of the schedule at ``progress`` in [0, 1] (clipped): ``optim.lr`` down to the floor."""
+    progress = min(1.0, max(0.0, progress))
     floor = optim.lr * optim.min_lr_ratio
-    progress = min(1.0, (step - optim.warmup_steps) / max(1, max_steps - optim.warmup_steps))
     return floor + (optim.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 

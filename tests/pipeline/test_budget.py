@@ -89,8 +89,8 @@ def test_time_cosine_warms_up_by_steps_then_decays_over_the_time_left():
 
 
 def test_a_time_scheduled_run_decays_to_the_floor_by_its_deadline_even_when_the_step_estimate_is_far_off(tmp_path):
-    """The step estimate (0.3 s a step) is several times too slow; the run trains until its deadline instead, ends with the learning
-    rate at the floor, validates its final weights and still finishes inside its budget."""
+    """The step estimate (0.3 s a step) is several times too slow; the run trains until its deadline instead, ends
+    with the learning rate at the floor, validates its final weights and still finishes inside its budget."""
     cfg = dataclasses.replace(CFG, checkpoint_every=1000, val_every=1000,
                               optim=dataclasses.replace(CFG.optim, warmup_steps=2, min_lr_ratio=0.1))
     budget, t0 = 25.0, time.monotonic()

@@ -103,7 +103,9 @@ cfg = train_preset("tiny", smoke=True)
 rows = iter_local_rows(cfg.stream, cfg.seed, StreamLayout(2, 1, 1, 0, 10**6), workers=2)
 next(rows)
 me = str(os.getpid())
-kids = [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == me]
+def parent(pid):
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+kids = [p for p in os.listdir("/proc") if p.isdigit() and parent(p) == me]
 print(" ".join(kids), flush=True)
 time.sleep(600)
 """
