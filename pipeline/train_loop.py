@@ -242,10 +242,13 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
             hooks.history.append({"step": done, **metrics})
             if done % cfg.progress_every == 0 or done == cfg.max_steps:
                 rate = (done - start_step) / (time.perf_counter() - t_run)
+                eta = (cfg.max_steps - done) / max(rate, 1e-9)
+                if hooks.deadline is not None:  # a budgeted run ends at its deadline, not at the step cap
+                    eta = min(eta, max(0.0, hooks.deadline - time.monotonic()))
                 logger.info("step %d/%d  pin_loss %.4f  soft_ari %.3f  k_acc %.2f  lr %.2e  %.1f tasks/s  "
                             "wait %.1f%%  eta %.0fs", done, cfg.max_steps, metrics["pin_loss"], metrics["soft_ari"],
                             metrics["k_acc"], metrics["lr"], metrics["tasks_per_s"],
-                            100 * metrics["data_wait_fraction"], (cfg.max_steps - done) / max(rate, 1e-9))
+                            100 * metrics["data_wait_fraction"], eta)
         if done % cfg.checkpoint_every == 0 or done == cfg.max_steps or out_of_time:
             hooks.checkpoint(done, metrics)
         if out_of_time:

@@ -34,6 +34,16 @@ def test_run_local_stops_at_the_deadline_and_checkpoints_the_last_step(tmp_path)
     assert (tmp_path / "checkpoint_step000000001" / "train_state.pt").is_file()
 
 
+def test_a_deadline_run_reports_the_time_to_its_deadline_as_its_eta(tmp_path, caplog):
+    """With a step cap far beyond what the budget allows, the progress line's eta is the time left, not the cap's."""
+    cfg = dataclasses.replace(CFG, max_steps=10**6, checkpoint_every=10**6, val_tasks=0, progress_every=1)
+    with caplog.at_level("INFO", logger="pipeline.train_loop"):
+        result = run_local(cfg, run_dir=tmp_path, deadline=time.monotonic() + 3.0, lr_schedule=lambda s: 0.0)
+        assert result.step < 10**6
+    etas = [float(r.getMessage().rsplit("eta ", 1)[1].rstrip("s")) for r in caplog.records if "eta " in r.getMessage()]
+    assert etas and max(etas) <= 3.0
+
+
 def test_a_non_finite_gradient_skips_the_update_instead_of_poisoning_the_weights():
     net = build_model(CFG)
     opt = build_optimizer(net, CFG.optim)
