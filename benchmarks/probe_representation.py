@@ -6,6 +6,10 @@ throws the rows' geometry away and no decoder can recover it; if R keeps it but 
 decoder is what has to learn. This is how the encoder bottleneck fixed by ``ModelConfig.value_skip`` was found.
 
     PYTHONPATH=. .venv/bin/python benchmarks/probe_representation.py [--checkpoint PATH ...] [--tasks 24]
+    PYTHONPATH=. .venv/bin/python benchmarks/probe_representation.py --by-d 4 16 32 64 --tasks 12   # wide tables
+
+``--by-d`` probes GMM tasks of N = 300 rows and exactly D features for each D given (the tasks of
+``size_generalization.py``) instead of the validation prior, to see at which stage wide tables lose their clusters.
 
 Prints median ARIs and the ratio of each to the raw-value peer. A ``random:<preset>`` checkpoint name probes an
 untrained network of that preset.
@@ -55,14 +59,24 @@ def main() -> None:
     p.add_argument("--checkpoint", nargs="+", default=["model/weights/tabclustpfn-small.pt", "random:small"])
     p.add_argument("--tasks", type=int, default=24, help="held-out validation-prior tasks (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--by-d", type=int, nargs="+", metavar="D", help="GMM tasks of N 300 and exactly D features")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    tasks = make_validation_tasks(train_preset("small").stream, args.tasks)
-    print(f"{'checkpoint':50s} {'kmeans(X)':>10s} {'kmeans(R)':>10s} {'ratio':>6s} {'net, K':>8s} {'ratio':>6s}")
-    for name in args.checkpoint:
-        s = probe(_load(name), tasks)
-        print(f"{name:50s} {s['kmeans_X']:10.3f} {s['kmeans_R']:10.3f} {s['kmeans_R'] / s['kmeans_X']:6.2f} "
-              f"{s['network_known_K']:8.3f} {s['network_known_K'] / s['kmeans_X']:6.2f}")
+    if args.by_d:
+        from size_generalization import tasks_of_size  # a sibling script: benchmarks/ is on sys.path
+
+        groups = {f"D={d}": tasks_of_size(300, d, "gmm", args.tasks) for d in args.by_d}
+    else:
+        groups = {"": make_validation_tasks(train_preset("small").stream, args.tasks)}
+    nets = {name: _load(name) for name in args.checkpoint}
+    print(f"{'tasks':6s} {'checkpoint':50s} {'kmeans(X)':>10s} {'kmeans(R)':>10s} {'ratio':>6s} {'net, K':>8s} "
+          f"{'ratio':>6s}")
+    for group, tasks in groups.items():
+        for name, net in nets.items():
+            s = probe(net, tasks)
+            print(f"{group:6s} {name:50s} {s['kmeans_X']:10.3f} {s['kmeans_R']:10.3f} "
+                  f"{s['kmeans_R'] / s['kmeans_X']:6.2f} {s['network_known_K']:8.3f} "
+                  f"{s['network_known_K'] / s['kmeans_X']:6.2f}", flush=True)
 
 
 if __name__ == "__main__":
