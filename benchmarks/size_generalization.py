@@ -20,12 +20,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from model.estimator import TabClustPFN  # noqa: E402
+from pipeline.evaluation.suites import prior_frame  # noqa: E402
 from priors import PriorConfig, sample_dataset  # noqa: E402
 
 SEED_BASE = 10**9  # training streams draw from small seeds, validation from 2**62 + i
@@ -41,14 +41,6 @@ def tasks_of_size(n: int, d: int, kind: str, count: int):
     cfg = dataclasses.replace(PriorConfig(), n_rows=(n, n), n_features=(d, d))
     return [sample_dataset(SEED_BASE + 100_000 * d + 1_000 * (n % 100) + n + i * 7919, kind=kind, config=cfg)
             for i in range(count)]
-
-
-def as_table(task) -> pd.DataFrame:
-    """The task's X with its categorical columns typed as such, as a user would pass them."""
-    df = pd.DataFrame(task.X)
-    for j in task.categorical:
-        df[j] = df[j].astype(int).astype("category")
-    return df
 
 
 def main() -> None:
@@ -72,8 +64,8 @@ def main() -> None:
                         for t in tasks])
         cells = []
         for model in models:
-            ari = np.median([adjusted_rand_score(t.y, model.set_params(n_clusters=t.n_clusters).fit_predict(as_table(t)))
-                             for t in tasks])
+            ari = np.median([adjusted_rand_score(t.y, model.set_params(n_clusters=t.n_clusters)
+                                                 .fit_predict(prior_frame(t.X, t.categorical))) for t in tasks])
             cells.append(f"{ari:.3f} ({ari / km:.2f})" if km > 0 else f"{ari:.3f}")
         print(f"{n:5d} {d:3d} {km:8.3f}  " + "  ".join(f"{c:>40s}" for c in cells), flush=True)
 
