@@ -12,7 +12,8 @@ held-out synthetic tasks (and the real suite with ``real=True``). Train reports 
 with its scores, so a scheduler cannot stop a trial between its last step and its scoring.
 ``run_sweep(..., SweepOptions(resume=True, name=...))`` continues a sweep whose driver died with
 ``Tuner.restore``: finished trials are kept, unfinished and failed ones rerun, and a rerun trial resumes its
-Ray Train run from its newest checkpoint and its MLflow child run.
+Ray Train run from its newest checkpoint and its MLflow child run. A driver killed while Tune was writing its
+experiment state leaves that file torn; :mod:`tune.state` keeps a complete copy and puts it back before the restore.
 :func:`rescore_sweep` scores a finished sweep's saved models again (the real suite added afterwards, or a metric
 added since the sweep ran) and rewrites its tables, without training anything.
 """
@@ -292,6 +293,12 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
     trial_dir.mkdir(parents=True, exist_ok=True)
     record_path = trial_dir / TRIAL_FILE
     record = json.loads(record_path.read_text()) if record_path.is_file() else {"trial_id": trial_id}
+    if record.get("status") == "finished" and "report" in record:
+        # Tune resumed from an experiment state saved before this trial finished (see tune.state): its work is
+        # done, so it reports the saved scores again instead of training a second time.
+        logger.info("trial %s finished before the driver died; reporting its saved scores", trial_id)
+        ray.tune.report(record["report"])
+        return
     record.update(attempts=record.get("attempts", 0) + 1, overrides=overrides, status="running")
     record_path.write_text(json.dumps(record, indent=1))
     run_id = _open_child_run(overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
@@ -308,9 +315,10 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
         _end_child_run(tracking_uri, run_id, "KILLED" if stopped else "FAILED")
         raise
     _end_child_run(tracking_uri, run_id, "FINISHED")
-    record.update(status="finished", metrics=metrics)
+    final = {**last, **metrics, "step": cfg.max_steps}
+    record.update(status="finished", metrics=metrics, report=final)
     record_path.write_text(json.dumps(record, indent=1))
-    ray.tune.report({**last, **metrics, "step": cfg.max_steps})
+    ray.tune.report(final)
 
 
 def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
@@ -385,9 +393,18 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
     import ray
     from ray import tune
 
+    from tune import state
+
     if options.resume and tune.Tuner.can_restore(str(sweep_dir)):
-        logger.info("restoring the Tune experiment at %s (finished trials are kept)", sweep_dir)
-        return tune.Tuner.restore(str(sweep_dir), trainable, resume_unfinished=True, restart_errored=True)
+        try:
+            for line in state.repair(sweep_dir):
+                logger.warning("Tune state of sweep %s: %s", sweep_dir.name, line)
+        except FileNotFoundError:
+            logger.warning("sweep %s: Tune's experiment state was cut short when its driver died and no complete "
+                           "copy exists (it died within its first steps); running its trials again", sweep_dir.name)
+        else:
+            logger.info("restoring the Tune experiment at %s (finished trials are kept)", sweep_dir)
+            return tune.Tuner.restore(str(sweep_dir), trainable, resume_unfinished=True, restart_errored=True)
     probe = trial_config(sweep, {})
     limit = options.max_concurrent_trials or default_max_concurrent(probe, sweep.trial_cpus, ray.cluster_resources())
     scheduler = None
@@ -403,7 +420,8 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
                                     max_concurrent_trials=limit, scheduler=scheduler,
                                     trial_dirname_creator=_trial_dirname),
         run_config=tune.RunConfig(name=sweep_dir.name, storage_path=str(sweep_dir.parent), verbose=options.verbose,
-                                  failure_config=tune.FailureConfig(max_failures=0)),
+                                  failure_config=tune.FailureConfig(max_failures=0),
+                                  callbacks=[state.StateSnapshots()]),
     )
 
 

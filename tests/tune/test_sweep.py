@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from tune.driver import EXPERIMENT, TRIAL_FILE, TRIALS_DIR
+from tune.state import SNAPSHOT_DIR, TORN_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET = 2  # steps per trial: the cost is Ray Train's start-up, not the steps
@@ -45,10 +46,10 @@ def _tune_last_results(sweep_dir: Path) -> list[dict]:
     return out
 
 
-def _terminated_in_tune_state(sweep_dir: Path) -> int:
-    """Trials Tune's saved experiment state holds as TERMINATED (what ``Tuner.restore`` will keep)."""
+def _terminated_in_tune_state(folder: Path) -> int:
+    """Trials Tune's saved experiment state in ``folder`` holds as TERMINATED (what ``Tuner.restore`` will keep)."""
     count = 0
-    for path in glob.glob(str(sweep_dir / "experiment_state-*.json")):
+    for path in glob.glob(str(folder / "experiment_state-*.json")):
         try:
             state = json.loads(Path(path).read_text())
         except (OSError, ValueError):  # being rewritten
@@ -66,8 +67,9 @@ def _second_trial_started(sweep_dir: Path) -> bool:
 @pytest.mark.slow
 def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_local, tracking_uri, tmp_path):
     """Two trials end to end through the CLI. The driver is killed once the first trial has finished and the
-    second has started; ``--resume`` reruns only the second (same MLflow child run), and the finished sweep is
-    fully reported, tabulated and tracked."""
+    second has started, in the middle of writing Tune's experiment state (the file is left empty, as a kill
+    during Tune's in-place rewrite leaves it); ``--resume`` reruns only the second (same MLflow child run), and
+    the finished sweep is fully reported, tabulated and tracked."""
     storage = tmp_path / "sweeps"
     sweep_dir = storage / "cut"
     address = ray_local.get_runtime_context().gcs_address
@@ -80,7 +82,7 @@ def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_loc
                              cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 400
-        while not (_terminated_in_tune_state(sweep_dir) == 1 and _second_trial_started(sweep_dir)):
+        while not (_terminated_in_tune_state(sweep_dir / SNAPSHOT_DIR) == 1 and _second_trial_started(sweep_dir)):
             assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
             assert time.time() < deadline, "the first trial did not finish in time"
             time.sleep(0.2)
@@ -93,10 +95,13 @@ def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_loc
     assert len(done_before) == 1 and len(before) == 2, before
     cut = next(t for t in before if t not in done_before)  # killed while starting its TorchTrainer
     assert not (tmp_path / "tables").exists()
+    (live,) = glob.glob(str(sweep_dir / "experiment_state-*.json"))
+    Path(live).write_bytes(b"")  # torn: what ``Tuner.restore`` alone would answer by starting a new experiment
 
     resumed = subprocess.run([sys.executable, "jobs/sweep.py", "--resume", *common], cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=500)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert (sweep_dir / SNAPSHOT_DIR / TORN_DIR / Path(live).name).read_bytes() == b""  # moved aside, kept
 
     after = _trial_records(sweep_dir)
     assert len(after) == 2 and all(rec["status"] == "finished" for rec in after.values())
