@@ -2,7 +2,8 @@
 
 Each variant trains the ``small`` network from random weights for ``--steps`` steps on the same prior tasks (same
 run seed) with Matching+CE, then reports the median known-K ARI on held-out tasks at half-way and at the end, and
-the Matching+CE loss by quarter. This is how ``value_skip`` and ``proto_competition`` were chosen (docs/DESIGN.md):
+the Matching+CE loss by quarter. This is how ``value_skip``, ``proto_competition``, ``proto_seeding`` and
+``row_updates`` were chosen (docs/DESIGN.md):
 
     PYTHONPATH=. .venv/bin/python benchmarks/learning_race.py \\
         --variant paper model.value_skip=false model.proto_competition=false \\

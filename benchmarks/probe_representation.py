@@ -1,9 +1,12 @@
 """How much cluster structure survives each stage of a checkpoint, on held-out prior tasks (a diagnostic).
 
 For every task, k-means with the true K runs on: the raw values (the peer), the encoder's row representation R,
-and the network's own known-K partition. If k-means on R falls far below k-means on the raw values, the encoder
-throws the rows' geometry away and no decoder can recover it; if R keeps it but the partition does not, the
-decoder is what has to learn. This is how the encoder bottleneck fixed by ``ModelConfig.value_skip`` was found.
+the rows the decoder's cosine head scores (R_L: R after the decoder's data<-prototype blocks, R itself without
+them), and the network's own known-K partition. If k-means on R falls far below k-means on the raw values, the
+encoder throws the rows' geometry away and no decoder can recover it; if R keeps it but R_L does not, the
+decoder's row updates overwrite it; if R_L keeps it but the partition does not, the prototypes are what fail.
+This is how the encoder bottleneck fixed by ``ModelConfig.value_skip`` was found, and the decoder's loss of wide
+tables' clusters that ``ModelConfig.row_updates=False`` addresses.
 
     PYTHONPATH=. .venv/bin/python benchmarks/probe_representation.py [--checkpoint PATH ...] [--tasks 24]
     PYTHONPATH=. .venv/bin/python benchmarks/probe_representation.py --by-d 4 16 32 64 --tasks 12   # wide tables
@@ -41,15 +44,21 @@ def _load(name: str) -> TabClustNet:
 def probe(net: TabClustNet, tasks, seed: int = 0) -> dict[str, float]:
     """Median ARIs over ``tasks``: k-means on raw X, k-means on R, and the network's known-K partition."""
     net.eval()
-    scores: dict[str, list[float]] = {"kmeans_X": [], "kmeans_R": [], "network_known_K": []}
+    scores: dict[str, list[float]] = {"kmeans_X": [], "kmeans_R": [], "kmeans_RL": [], "network_known_K": []}
+    head = getattr(net.decoder, "head", None)  # the iterative and transformer decoders' CosineHead
     for task in tasks:
         b = to_torch(collate([task]), "cpu")
+        seen: dict[str, torch.Tensor] = {}
+        hook = head.register_forward_hook(lambda m, args, out: seen.update(R=args[0])) if head is not None else None
         with torch.no_grad():
             R = net.encode(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"])
             logits = net.partition_logits(R, b["row_mask"], b["n_clusters"])
+        if hook is not None:
+            hook.remove()
         km = lambda Z: KMeans(task.n_clusters, n_init=3, random_state=seed).fit_predict(Z)  # noqa: E731
         scores["kmeans_X"].append(adjusted_rand_score(task.y, km(task.X)))
         scores["kmeans_R"].append(adjusted_rand_score(task.y, km(R[0].numpy())))
+        scores["kmeans_RL"].append(adjusted_rand_score(task.y, km(seen["R"][0].numpy())) if seen else float("nan"))
         scores["network_known_K"].append(adjusted_rand_score(task.y, logits[0].argmax(-1).numpy()))
     return {k: float(np.median(v)) for k, v in scores.items()}
 
@@ -69,14 +78,14 @@ def main() -> None:
     else:
         groups = {"": make_validation_tasks(train_preset("small").stream, args.tasks)}
     nets = {name: _load(name) for name in args.checkpoint}
-    print(f"{'tasks':6s} {'checkpoint':50s} {'kmeans(X)':>10s} {'kmeans(R)':>10s} {'ratio':>6s} {'net, K':>8s} "
-          f"{'ratio':>6s}")
+    print(f"{'tasks':6s} {'checkpoint':50s} {'kmeans(X)':>10s} {'kmeans(R)':>10s} {'ratio':>6s} "
+          f"{'kmeans(R_L)':>11s} {'ratio':>6s} {'net, K':>8s} {'ratio':>6s}")
     for group, tasks in groups.items():
         for name, net in nets.items():
             s = probe(net, tasks)
             print(f"{group:6s} {name:50s} {s['kmeans_X']:10.3f} {s['kmeans_R']:10.3f} "
-                  f"{s['kmeans_R'] / s['kmeans_X']:6.2f} {s['network_known_K']:8.3f} "
-                  f"{s['network_known_K'] / s['kmeans_X']:6.2f}", flush=True)
+                  f"{s['kmeans_R'] / s['kmeans_X']:6.2f} {s['kmeans_RL']:11.3f} {s['kmeans_RL'] / s['kmeans_X']:6.2f} "
+                  f"{s['network_known_K']:8.3f} {s['network_known_K'] / s['kmeans_X']:6.2f}", flush=True)
 
 
 if __name__ == "__main__":

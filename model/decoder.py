@@ -32,6 +32,26 @@ class CosineHead(nn.Module):
             return self.log_tau.exp() * r @ c.transpose(1, 2)  # (S, N, K_max)
 
 
+def farthest_point_seeds(R: torch.Tensor, ctx_mask: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices (S, k) of k context rows picked by farthest-point sampling: first the row farthest from the context
+    mean, then each time the row farthest from those already picked. Deterministic and equivariant to the order of
+    the rows (ties aside), like k-means++ seeding without its randomness; rows outside the context are never picked.
+    """
+    s, n, _ = R.shape
+    R = R.float()
+    w = ctx_mask.to(R.dtype)
+    mean = (R * w[..., None]).sum(1, keepdim=True) / w.sum(1).clamp(min=1)[:, None, None]
+    dist = (R - mean).square().sum(-1)  # (S, N): distance to the nearest picked point (the mean at first)
+    picks = []
+    for _ in range(k):
+        i = dist.masked_fill(~ctx_mask, -1.0).argmax(1)  # (S,)
+        picks.append(i)
+        picked = R[torch.arange(s, device=R.device), i]  # (S, d)
+        new = (R - picked[:, None]).square().sum(-1)
+        dist = new if len(picks) == 1 else torch.minimum(dist, new)
+    return torch.stack(picks, 1)
+
+
 class IterativeDecoder(nn.Module):
     """L blocks of [prototype SA, prototype<-data CA, data<-prototype CA] over the first K prototypes."""
 
@@ -41,18 +61,24 @@ class IterativeDecoder(nn.Module):
         self.prototypes = nn.Parameter(torch.randn(cfg.k_max, d) * d**-0.5)
         gather = CompetitiveMAB if cfg.proto_competition else MAB
         self.blocks = nn.ModuleList(
-            nn.ModuleList([MAB(d, cfg.dec_heads, cfg.ff_factor), gather(d, cfg.dec_heads, cfg.ff_factor),
-                           MAB(d, cfg.dec_heads, cfg.ff_factor)]) for _ in range(cfg.dec_blocks)
+            nn.ModuleList([MAB(d, cfg.dec_heads, cfg.ff_factor), gather(d, cfg.dec_heads, cfg.ff_factor)]
+                          + ([MAB(d, cfg.dec_heads, cfg.ff_factor)] if cfg.row_updates else []))
+            for _ in range(cfg.dec_blocks)
         )
         self.head = CosineHead(d)
+        self.seed_gain = nn.Parameter(torch.tensor(1.0)) if cfg.proto_seeding else None
 
     def forward(self, R, ctx_mask, k_mask):
         """R: (S, N, d), ctx_mask: (S, N), k_mask: (S, K_max) -> logits (S, N, K_max)."""
         C = self.prototypes.expand(R.shape[0], -1, -1)
-        for sa, ca_c, ca_r in self.blocks:
+        if self.seed_gain is not None:
+            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1])  # (S, K_max)
+            C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
+        for sa, ca_c, *ca_r in self.blocks:
             C = sa(C, C, k_mask)
             C = ca_c(C, R, ctx_mask, k_mask)
-            R = ca_r(R, C, k_mask)
+            if ca_r:
+                R = ca_r[0](R, C, k_mask)
         return self.head(R, C)
 
 

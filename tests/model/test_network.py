@@ -247,3 +247,56 @@ def test_decoder_with_competition_trains_and_old_configs_load_without_it():
     data = cfg.to_dict()
     del data["proto_competition"]
     assert not ModelConfig.from_dict(data).proto_competition
+
+
+def test_decoder_without_row_updates_scores_the_encoder_rows_and_old_configs_keep_them():
+    from model.decoder import IterativeDecoder
+
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("tiny", row_updates=False)
+    dec = IterativeDecoder(cfg).eval()
+    assert all(len(block) == 2 for block in dec.blocks)  # prototype SA and prototype<-data CA only
+    R = torch.randn(1, 30, cfg.d_model)
+    rows, k_mask = torch.ones(1, 30, dtype=torch.bool), torch.tensor([[True] * 3 + [False] * (cfg.k_max - 3)])
+    seen = {}
+    dec.head.register_forward_hook(lambda m, args, out: seen.update(R=args[0]))
+    logits = dec(R, rows, k_mask)
+    assert torch.equal(seen["R"], R)  # the head compares the encoder's rows themselves with the prototypes
+    assert logits.shape == (1, 30, cfg.k_max)
+    net = TabClustNet(cfg)
+    out = compute_losses(net, to_torch(collate([_task(1, 50, 4, 3)])), ObjectiveConfig(warmup_matching_steps=0))
+    out["loss"].backward()
+    assert all(p.grad is not None for p in net.decoder.parameters())
+    data = ModelConfig.preset("tiny").to_dict()
+    del data["row_updates"]
+    assert ModelConfig.from_dict(data).row_updates and len(IterativeDecoder(ModelConfig.from_dict(data)).blocks[0]) == 3
+
+
+def test_farthest_point_seeds_pick_one_row_per_separated_cluster_from_the_context_only():
+    from model.decoder import farthest_point_seeds
+
+    torch.manual_seed(0)
+    centers = torch.tensor([[0.0, 0.0], [20.0, 0.0], [0.0, 20.0], [20.0, 20.0]])
+    y = torch.arange(60) % 4
+    R = (centers[y] + 0.5 * torch.randn(60, 2))[None]
+    ctx = torch.ones(1, 60, dtype=torch.bool)
+    ctx[0, 50:] = False
+    R[0, 55] = 1000.0  # a far row outside the context is never picked
+    idx = farthest_point_seeds(R, ctx, 4)[0]
+    assert (idx < 50).all() and sorted(y[idx].tolist()) == [0, 1, 2, 3]
+    perm = torch.randperm(50)
+    R2 = torch.cat([R[:, perm], R[:, 50:]], 1)
+    idx2 = farthest_point_seeds(R2, ctx, 4)[0]
+    assert torch.equal(R2[0, idx2], R[0, idx])  # the same rows, whatever their order
+
+
+def test_decoder_with_seeded_prototypes_trains_and_old_configs_load_without_it():
+    cfg = ModelConfig.preset("tiny", proto_seeding=True)
+    net = TabClustNet(cfg)
+    out = compute_losses(net, to_torch(collate([_task(1, 50, 4, 3), _task(2, 40, 3, 2)])),
+                         ObjectiveConfig(warmup_matching_steps=0))
+    out["loss"].backward()
+    assert net.decoder.seed_gain.grad is not None and net.decoder.prototypes.grad is not None
+    data = cfg.to_dict()
+    del data["proto_seeding"]
+    assert not ModelConfig.from_dict(data).proto_seeding
