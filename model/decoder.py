@@ -68,11 +68,12 @@ class IterativeDecoder(nn.Module):
         self.head = CosineHead(d)
         self.seed_gain = nn.Parameter(torch.tensor(1.0)) if cfg.proto_seeding else None
 
-    def forward(self, R, ctx_mask, k_mask):
-        """R: (S, N, d), ctx_mask: (S, N), k_mask: (S, K_max) -> logits (S, N, K_max)."""
+    def forward(self, R, ctx_mask, k_mask, seeds=None):
+        """R: (S, N, d), ctx_mask: (S, N), k_mask: (S, K_max) -> logits (S, N, K_max). ``seeds``: the rows'
+        :func:`farthest_point_seeds` when the caller already has them (computed here otherwise)."""
         C = self.prototypes.expand(R.shape[0], -1, -1)
         if self.seed_gain is not None:
-            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1])  # (S, K_max)
+            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1]) if seeds is None else seeds  # (S, K_max)
             C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
         for sa, ca_c, *ca_r in self.blocks:
             C = sa(C, C, k_mask)

@@ -10,7 +10,7 @@ from torch import nn
 
 from model.cin import CIN, gram_fingerprint
 from model.config import ModelConfig
-from model.decoder import build_decoder
+from model.decoder import build_decoder, farthest_point_seeds
 from model.encoder import Encoder
 
 
@@ -60,11 +60,12 @@ class TabClustNet(nn.Module):
         X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
         return self.encoder(X, col_mask, cat_mask, ctx)
 
-    def partition_logits(self, R, row_mask, n_clusters, ctx_mask=None) -> torch.Tensor:
-        """R: (S, N, d), n_clusters: (S,) -> logits (S, N, K_max), -inf beyond each task's K."""
+    def partition_logits(self, R, row_mask, n_clusters, ctx_mask=None, seeds=None) -> torch.Tensor:
+        """R: (S, N, d), n_clusters: (S,) -> logits (S, N, K_max), -inf beyond each task's K. ``seeds``: the
+        prototype seed rows of a seeding decoder, when already computed."""
         ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
         k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
-        logits = self.decoder(R, ctx, k_mask)
+        logits = self.decoder(R, ctx, k_mask) if seeds is None else self.decoder(R, ctx, k_mask, seeds=seeds)
         return logits.masked_fill(~k_mask[:, None, :], float("-inf"))
 
     def all_partitions(self, R, row_mask, ctx_mask=None) -> torch.Tensor:
@@ -74,7 +75,11 @@ class TabClustNet(nn.Module):
         ks = torch.arange(2, self.cfg.k_max + 1, device=R.device).repeat(b)  # (B*C,)
         rep = lambda t: t.repeat_interleave(c, dim=0)  # noqa: E731  (B, ...) -> (B*C, ...)
         ctx = None if ctx_mask is None else rep(ctx_mask)
-        logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx)
+        seeds = None
+        if getattr(self.decoder, "seed_gain", None) is not None:  # one seeding per table, not one per candidate K
+            table_ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
+            seeds = rep(farthest_point_seeds(R.detach(), table_ctx, self.cfg.k_max))
+        logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx, seeds)
         probs = torch.softmax(logits, dim=-1) * rep(row_mask)[:, :, None]
         return probs.view(b, c, n, self.cfg.k_max)
 

@@ -300,3 +300,18 @@ def test_decoder_with_seeded_prototypes_trains_and_old_configs_load_without_it()
     data = cfg.to_dict()
     del data["proto_seeding"]
     assert not ModelConfig.from_dict(data).proto_seeding
+
+
+def test_all_partitions_with_seeded_prototypes_equal_one_decoder_pass_per_k():
+    """all_partitions seeds each table once and shares the seeds across its candidate K: same partitions as
+    seeding inside every per-K pass."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", proto_seeding=True)).eval()
+    b = to_torch(collate([_task(1, 50, 4, 3), _task(2, 40, 3, 2)]))
+    with torch.no_grad():
+        R = net.encode(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"])
+        probs = net.all_partitions(R, b["row_mask"])
+        for j, k in enumerate(range(2, net.cfg.k_max + 1)):
+            logits = net.partition_logits(R, b["row_mask"], torch.full((2,), k))
+            one = torch.softmax(logits, -1) * b["row_mask"][:, :, None]
+            assert torch.allclose(probs[:, j], one, atol=1e-5)
