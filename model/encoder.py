@@ -87,11 +87,43 @@ class RowInteraction(nn.Module):
         return rows
 
 
+class CategoricalSkip(nn.Module):
+    """The row's categories straight into its representation: sum over categorical columns j of a code
+    ``codes[j, c]`` for the row's category c, centred by its mean over the context rows (``ModelConfig.cat_skip``).
+
+    The codes (one per column position and category, ``max_features * max_categories`` of them) start as random
+    unit vectors, near-orthogonal in ``d_model`` dimensions, so two rows that differ in one categorical column
+    start about sqrt(2) apart, as in the one-hot encoding; z-normalised numeric columns (the value skip) are on
+    the same scale. Centring keeps the representation's origin at the context's mean, as the value skip's
+    z-normalised values do, so the decoder's cosine head sees directions, not a shared offset.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.max_categories = cfg.max_categories
+        codes = torch.randn(cfg.max_features * cfg.max_categories, cfg.d_model)
+        self.codes = nn.Parameter(codes / codes.norm(dim=-1, keepdim=True))
+
+    def forward(self, X: torch.Tensor, col_mask: torch.Tensor, cat_mask: torch.Tensor,
+                ctx_mask: torch.Tensor) -> torch.Tensor:
+        """X: (B, N, D) with categorical codes in the ``cat_mask`` columns -> (B, N, d_model)."""
+        b, n, d = X.shape
+        codes = X.round().clamp(min=0).long() % self.max_categories  # as the cell embedding reads them
+        index = codes + torch.arange(d, device=X.device) * self.max_categories  # (B, N, D): column, category
+        weight = (cat_mask & col_mask)[:, None, :].expand(b, n, d).to(self.codes.dtype)
+        out = nn.functional.embedding_bag(index.reshape(b * n, d), self.codes, mode="sum",
+                                          per_sample_weights=weight.reshape(b * n, d)).view(b, n, -1)
+        ctx = ctx_mask.to(out.dtype)[:, :, None]
+        mean = (out * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True).clamp(min=1.0)
+        return out - mean
+
+
 class Encoder(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.columns = ColumnEmbedding(cfg)
         self.rows = RowInteraction(cfg)
+        self.categories = CategoricalSkip(cfg) if cfg.cat_skip else None
 
     def forward(self, X, col_mask, cat_mask, ctx_mask) -> torch.Tensor:
         """X: (B, N, D) -> R(0): (B, N, d)."""
@@ -99,4 +131,7 @@ class Encoder(nn.Module):
         if self.rows.value_codes is not None:  # numeric columns only: categorical codes are not magnitudes
             keep = (col_mask & ~cat_mask)[:, None, :]
             values = X.clamp(-VALUE_CLIP, VALUE_CLIP).masked_fill(~keep, 0.0)
-        return self.rows(self.columns(X, cat_mask, ctx_mask), col_mask, values)
+        rows = self.rows(self.columns(X, cat_mask, ctx_mask), col_mask, values)
+        if self.categories is not None:
+            rows = rows + self.categories(X, col_mask, cat_mask, ctx_mask).to(rows.dtype)
+        return rows

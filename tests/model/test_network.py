@@ -315,3 +315,71 @@ def test_all_partitions_with_seeded_prototypes_equal_one_decoder_pass_per_k():
             logits = net.partition_logits(R, b["row_mask"], torch.full((2,), k))
             one = torch.softmax(logits, -1) * b["row_mask"][:, :, None]
             assert torch.allclose(probs[:, j], one, atol=1e-5)
+
+
+def _categorical_only_rows(net, X, ctx_mask=None):
+    """R of one all-categorical table with the CLS path and the value skip switched off (the skip alone)."""
+    with torch.no_grad():
+        net.encoder.rows.cls_gate.zero_()
+        n, d = X.shape
+        t = to_torch(collate([_Task(X, torch.zeros(n, dtype=torch.long).numpy(), 2, tuple(range(d)))]))
+        ctx = None if ctx_mask is None else ctx_mask[None]
+        return net.encode(t["X"], t["row_mask"], t["col_mask"], t["cat_mask"], ctx)[0]
+
+
+def test_categorical_skip_starts_close_to_an_isometry_of_the_one_hot_encoding():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", col_dim=64, cat_skip=True)).eval()  # d_model 128, as `small`
+    g = torch.Generator().manual_seed(1)
+    X = torch.randint(0, 5, (60, 8), generator=g).float().numpy()
+    R = _categorical_only_rows(net, X)
+    onehot = torch.nn.functional.one_hot(torch.as_tensor(X).long(), 5).flatten(1).float()
+    dist = lambda Z: (Z[:, None] - Z[None]).pow(2).sum(-1).sqrt()  # noqa: E731
+    dr, do = dist(R), dist(onehot)
+    off = ~torch.eye(60, dtype=torch.bool)
+    distortion = (dr[off] / do[off]).sub(1).abs()  # random codes: near-orthogonal, so near-isometric (JL)
+    assert distortion.median() < 0.08 and distortion.quantile(0.9) < 0.15
+    assert torch.allclose(R.mean(0), torch.zeros(R.shape[1]), atol=1e-5)  # centred over the context
+
+
+def test_categorical_skip_ignores_numeric_columns_and_non_context_rows():
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", cat_skip=True)).eval()
+    task = _task(5, 30, 4, 3, categorical=(1, 3))
+    t = to_torch(collate([task]))
+    skip = lambda X, ctx: net.encoder.categories(X, t["col_mask"], t["cat_mask"], ctx)  # noqa: E731
+    ctx = torch.ones(1, 30, dtype=torch.bool)
+    ctx[0, 20:] = False
+    ref = skip(t["X"], ctx)
+    X2 = t["X"].clone()
+    X2[0, :, 0] += 3.0  # a numeric column
+    X2[0, 20:, 1] = (X2[0, 20:, 1] + 1) % 4  # categories of rows outside the context
+    out = skip(X2, ctx)
+    assert torch.allclose(out[0, :20], ref[0, :20], atol=1e-6)
+    assert not torch.allclose(out[0, 20:], ref[0, 20:])  # those rows still read their own categories
+    perm = torch.randperm(30)
+    assert torch.allclose(skip(t["X"][:, perm], torch.ones(1, 30, dtype=torch.bool))[0],
+                          skip(t["X"], torch.ones(1, 30, dtype=torch.bool))[0, perm], atol=1e-5)
+
+
+def test_categorical_skip_lets_kmeans_on_the_initial_rows_find_clusters_carried_by_categories():
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    g = torch.Generator().manual_seed(2)
+    y = torch.arange(90) % 3
+    X = torch.randint(0, 6, (90, 12), generator=g)
+    informative = torch.rand(90, 12, generator=g) < 0.8  # each column follows the cluster 80 % of the time
+    X = torch.where(informative, y[:, None] * 2, X).float().numpy()
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", cat_skip=True)).eval()
+    R = _categorical_only_rows(net, X)
+    labels = KMeans(3, n_init=5, random_state=0).fit_predict(R.numpy())
+    assert adjusted_rand_score(y.numpy(), labels) > 0.9
+
+
+def test_checkpoint_configs_from_before_the_categorical_skip_load_without_it():
+    data = ModelConfig.preset("small").to_dict()
+    data.pop("cat_skip", None)
+    cfg = ModelConfig.from_dict(data)
+    assert not cfg.cat_skip and TabClustNet(cfg).encoder.categories is None
