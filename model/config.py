@@ -30,10 +30,10 @@ class ModelConfig:
     rows stay the encoder's (no data<-prototype blocks), whose updates overwrote the rows' geometry in a trained
     network (k-means on the rows the head scores: 0.30 against 0.71 on the encoder's rows at D = 4).
 
-    ``cat_skip`` (the value skip's counterpart for categorical columns): the row representation also gets, per
-    categorical column, a learned code of its category (one per column position and category, initialised as
-    random near-orthogonal unit vectors, centred over the context rows), so at initialisation it is close to an
-    isometry of the one-hot encoding k-means would use. Without it a table's categorical columns reach the rows
+    ``cat_skip`` (the value skip's counterpart for categorical columns, on in ``small`` and ``tiny``): the row
+    representation also gets, per categorical column, a learned code of its category (one per column position and
+    category, initialised as random near-orthogonal unit vectors, centred over the context rows), so at
+    initialisation it is close to an isometry of the one-hot encoding k-means would use. Without it a table's categorical columns reach the rows
     only through the CLS summary, which keeps little of them (ZEUS tasks with 27 of 30 columns categorical:
     k-means on the encoder's rows 0.17 against 1.00 on the one-hot values; docs/DESIGN.md).
     """
@@ -108,8 +108,8 @@ PRESETS: dict[str, ModelConfig] = {
     "paper": ModelConfig(),
     "small": ModelConfig(col_dim=32, col_blocks=1, col_heads=4, col_inducing=16, row_blocks=2, row_heads=4,
                          n_cls=4, dec_blocks=3, dec_heads=4, value_skip=True, proto_competition=True,
-                         proto_seeding=True, row_updates=False),
+                         proto_seeding=True, row_updates=False, cat_skip=True),
     "tiny": ModelConfig(col_dim=8, col_blocks=1, col_heads=2, col_inducing=4, row_blocks=1, row_heads=2,
                         n_cls=2, dec_blocks=1, dec_heads=2, cin_hidden=32, value_skip=True,
-                        proto_competition=True),
+                        proto_competition=True, cat_skip=True),
 }

@@ -177,7 +177,8 @@ def test_cin_phase_reports_the_same_partition_as_the_pin_phase_on_a_padded_batch
 
 def test_value_skip_makes_the_initial_row_representation_an_isometry_of_the_numeric_values():
     torch.manual_seed(0)
-    net = TabClustNet(ModelConfig.preset("tiny", max_features=16)).eval()  # codes orthonormal: 16 <= d_model
+    # codes orthonormal: 16 <= d_model; the categorical column's own skip is off to isolate the numeric one
+    net = TabClustNet(ModelConfig.preset("tiny", max_features=16, cat_skip=False)).eval()
     assert net.cfg.value_skip
     with torch.no_grad():
         net.encoder.rows.cls_gate.zero_()  # only the skip path remains
