@@ -56,7 +56,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Seeds the choice of context rows when the table has more than ``n_context`` rows; nothing else is random.
     n_context : int, default=1000
         Largest number of rows used as the model's context (pretraining saw N <= 1000).
-    batch_rows : int, default=4096
+    batch_rows : int, default=8192
         Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
 
     Attributes
@@ -117,7 +117,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=4096):
+                 batch_rows=8192):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
