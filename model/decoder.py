@@ -82,6 +82,29 @@ class IterativeDecoder(nn.Module):
                 R = ca_r[0](R, C, k_mask)
         return self.head(R, C)
 
+    def prototype_states(self, R, ctx_mask, k_mask, seeds=None) -> list[torch.Tensor]:
+        """The prototypes each block's rows read, (S, K_max, d) per block, computed from the context rows of R
+        (the rows outside ``ctx_mask`` shape nothing, so R may hold the context alone)."""
+        C = self.prototypes.expand(R.shape[0], -1, -1)
+        if self.seed_gain is not None:
+            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1]) if seeds is None else seeds
+            C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
+        states = []
+        for sa, ca_c, *ca_r in self.blocks:
+            C = ca_c(sa(C, C, k_mask), R, ctx_mask, k_mask)
+            states.append(C)
+            if ca_r:
+                R = ca_r[0](R, C, k_mask)
+        return states
+
+    def score_rows(self, R, states: list[torch.Tensor], k_mask) -> torch.Tensor:
+        """Logits (S, N, K_max) of rows R that are not context, given the context's :meth:`prototype_states`:
+        what ``forward`` gives them in one pass with the context."""
+        for (_, _, *ca_r), C in zip(self.blocks, states):
+            if ca_r:
+                R = ca_r[0](R, C, k_mask)
+        return self.head(R, states[-1])
+
 
 class TransformerDecoder(nn.Module):
     """Non-iterative: L SA blocks on the rows, then L layers of prototype SA + prototype<-data CA."""

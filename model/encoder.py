@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -28,17 +30,26 @@ class ColumnEmbedding(nn.Module):
             ISAB(e, cfg.col_heads, cfg.col_inducing, cfg.ff_factor) for _ in range(cfg.col_blocks)
         )
 
-    def forward(self, X: torch.Tensor, cat_mask: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
-        """X: (B, N, D), cat_mask: (B, D), ctx_mask: (B, N) -> cells (B, N, D, E)."""
+    def forward(self, X: torch.Tensor, cat_mask: torch.Tensor, ctx_mask: torch.Tensor | None,
+                summaries: list[torch.Tensor] | None = None,
+                record: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """X: (B, N, D), cat_mask: (B, D), ctx_mask: (B, N) -> cells (B, N, D, E).
+
+        ``summaries``: each block's column summaries recorded (``record``) on the context of the same columns:
+        the rows of X are then read against them and none of them is context (``ctx_mask`` is ignored).
+        """
         b, n, d = X.shape
         num = self.numeric(X.clamp(-VALUE_CLIP, VALUE_CLIP).unsqueeze(-1))  # (B, N, D, E)
         codes = X.round().clamp(min=0).long() % self.max_categories
         cat = self.categorical(codes)  # (B, N, D, E)
         cells = torch.where(cat_mask[:, None, :, None], cat, num)
         cols = cells.permute(0, 2, 1, 3).reshape(b * d, n, -1)  # (B*D, N, E)
-        ctx = ctx_mask.unsqueeze(1).expand(b, d, n).reshape(b * d, n)
-        for block in self.blocks:
-            cols = block(cols, ctx)
+        ctx = None if summaries is not None else ctx_mask.unsqueeze(1).expand(b, d, n).reshape(b * d, n)
+        for i, block in enumerate(self.blocks):
+            summary = block.summary(cols, ctx) if summaries is None else summaries[i]
+            if record is not None:
+                record.append(summary)
+            cols = block.read(cols, summary)
         return cols.view(b, d, n, -1).permute(0, 2, 1, 3)  # (B, N, D, E)
 
 
@@ -105,17 +116,29 @@ class CategoricalSkip(nn.Module):
         self.codes = nn.Parameter(codes / codes.norm(dim=-1, keepdim=True))
 
     def forward(self, X: torch.Tensor, col_mask: torch.Tensor, cat_mask: torch.Tensor,
-                ctx_mask: torch.Tensor) -> torch.Tensor:
-        """X: (B, N, D) with categorical codes in the ``cat_mask`` columns -> (B, N, d_model)."""
+                ctx_mask: torch.Tensor | None, mean: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """X: (B, N, D) with categorical codes in the ``cat_mask`` columns -> ((B, N, d_model), the context mean
+        (B, 1, d_model) it was centred by). ``mean``: a context's mean, recorded earlier (``ctx_mask`` ignored)."""
         b, n, d = X.shape
         codes = X.round().clamp(min=0).long() % self.max_categories  # as the cell embedding reads them
         index = codes + torch.arange(d, device=X.device) * self.max_categories  # (B, N, D): column, category
         weight = (cat_mask & col_mask)[:, None, :].expand(b, n, d).to(self.codes.dtype)
         out = nn.functional.embedding_bag(index.reshape(b * n, d), self.codes, mode="sum",
                                           per_sample_weights=weight.reshape(b * n, d)).view(b, n, -1)
-        ctx = ctx_mask.to(out.dtype)[:, :, None]
-        mean = (out * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True).clamp(min=1.0)
-        return out - mean
+        if mean is None:
+            ctx = ctx_mask.to(out.dtype)[:, :, None]
+            mean = (out * ctx).sum(1, keepdim=True) / ctx.sum(1, keepdim=True).clamp(min=1.0)
+        return out - mean, mean
+
+
+@dataclass
+class EncoderContext:
+    """What the context contributes to every row's encoding: each column block's summaries and the categorical
+    skip's centre. Rows encoded against it (:meth:`Encoder.encode_given`) get exactly what they would get as
+    non-context rows of one pass over the context and them."""
+
+    summaries: list[torch.Tensor]  # per column block: (B*D, m, E)
+    cat_mean: torch.Tensor | None  # (B, 1, d) or None without the categorical skip
 
 
 class Encoder(nn.Module):
@@ -127,11 +150,27 @@ class Encoder(nn.Module):
 
     def forward(self, X, col_mask, cat_mask, ctx_mask) -> torch.Tensor:
         """X: (B, N, D) -> R(0): (B, N, d)."""
+        return self._encode(X, col_mask, cat_mask, ctx_mask)[0]
+
+    def encode_context(self, X, col_mask, cat_mask, ctx_mask) -> tuple[torch.Tensor, EncoderContext]:
+        """As ``forward``, and the context's contribution, for encoding further rows with :meth:`encode_given`."""
+        return self._encode(X, col_mask, cat_mask, ctx_mask)
+
+    def encode_given(self, X, col_mask, cat_mask, context: EncoderContext) -> torch.Tensor:
+        """Rows (B, N, D) of the same B tables and columns as the recorded context, none of them context."""
+        return self._encode(X, col_mask, cat_mask, None, context)[0]
+
+    def _encode(self, X, col_mask, cat_mask, ctx_mask, context: EncoderContext | None = None):
         values = None
         if self.rows.value_codes is not None:  # numeric columns only: categorical codes are not magnitudes
             keep = (col_mask & ~cat_mask)[:, None, :]
             values = X.clamp(-VALUE_CLIP, VALUE_CLIP).masked_fill(~keep, 0.0)
-        rows = self.rows(self.columns(X, cat_mask, ctx_mask), col_mask, values)
+        summaries = None if context is None else context.summaries
+        record: list[torch.Tensor] | None = [] if context is None else None
+        rows = self.rows(self.columns(X, cat_mask, ctx_mask, summaries, record), col_mask, values)
+        cat_mean = None
         if self.categories is not None:
-            rows = rows + self.categories(X, col_mask, cat_mask, ctx_mask).to(rows.dtype)
-        return rows
+            skip, cat_mean = self.categories(X, col_mask, cat_mask, ctx_mask,
+                                             None if context is None else context.cat_mean)
+            rows = rows + skip.to(rows.dtype)
+        return rows, (context if context is not None else EncoderContext(record, cat_mean))

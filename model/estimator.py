@@ -56,7 +56,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Seeds the choice of context rows when the table has more than ``n_context`` rows; nothing else is random.
     n_context : int, default=1000
         Largest number of rows used as the model's context (pretraining saw N <= 1000).
-    batch_rows : int, default=8192
+    batch_rows : int, default=1024
         Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
 
     Attributes
@@ -87,9 +87,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     **Large tables (N > n_context).** ``n_context`` rows drawn without replacement (seeded by
     ``random_state``) form the context: only they shape the column statistics, the prototypes and the
     posterior over K. One pass over the context gives K and the context rows' assignments; the other rows are
-    then assigned in chunks of ``batch_rows``, each chunk processed together with the context but marked as
-    non-context, so rows never influence one another. The cost is linear in N and the peak memory is set by
-    ``n_context + batch_rows`` rows, whatever N is.
+    then assigned in chunks of ``batch_rows`` as non-context rows, so rows never influence one another. The
+    context's share of their encoding (column summaries, prototypes) is computed once and each chunk encodes
+    only its own rows, exactly as if it had been processed together with the context. The cost is linear in N
+    and the peak memory is set by ``max(n_context, batch_rows)`` rows, whatever N is.
 
     **Labels.** Clusters are numbered in order of first appearance in ``X`` (row 0 is in cluster 0). A cluster
     that receives no row (possible, rarely) keeps its column in ``probabilities_``, after the non-empty ones, so
@@ -117,7 +118,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=8192):
+                 batch_rows=1024):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -296,6 +297,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         n_ctx = len(X_ctx)
         n_clusters = torch.tensor([k], device=device)
         with torch.inference_mode():
+            if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only
+                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device)[:4], n_clusters)
+                for start in range(0, len(X_rows), self.batch_rows):
+                    chunk = X_rows[start : start + self.batch_rows]
+                    X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device)
+                    logits = net.assign_rows(state, X, row_mask, col_mask, cat)[0, :, :k]
+                    out[start : start + len(chunk)] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+                return out
             for start in range(0, len(X_rows), self.batch_rows):
                 chunk = X_rows[start : start + self.batch_rows]
                 X, row_mask, col_mask, cat, ctx_mask = self._batch(X_ctx, chunk, cat_mask, device)

@@ -80,9 +80,13 @@ class ISAB(nn.Module):
 
     def forward(self, x: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
         """x: (S, N, E); ctx_mask: (S, N) bool -> (S, N, E)."""
+        return self.read(x, self.summary(x, ctx_mask))
+
+    def summary(self, x: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
+        """The inducing points after reading the context elements of x: (S, m, E). ``read(y, summary)`` is then
+        the output for any elements y of the same sets, in the context or not."""
         ind = self.inducing.unsqueeze(0).expand(x.shape[0], -1, -1)  # (S, m, E)
-        summary = self.summarise(ind, x, ctx_mask)
-        return self.read(x, summary)
+        return self.summarise(ind, x, ctx_mask)
 
 
 class CompetitiveMAB(MAB):

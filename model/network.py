@@ -11,7 +11,7 @@ from torch import nn
 from model.cin import CIN, gram_fingerprint
 from model.config import ModelConfig
 from model.decoder import build_decoder, farthest_point_seeds
-from model.encoder import Encoder
+from model.encoder import Encoder, EncoderContext
 
 
 @dataclass
@@ -21,6 +21,16 @@ class InferenceOutput:
     probs: torch.Tensor
     k_logits: torch.Tensor
     eta: torch.Tensor | None = None
+
+
+@dataclass
+class ContextState:
+    """A context encoded once (:meth:`TabClustNet.context_state`): the encoder's share and the prototypes each
+    decoder block's rows read, at one K (``k_mask``: (B, K_max))."""
+
+    encoder: EncoderContext
+    prototypes: list[torch.Tensor]
+    k_mask: torch.Tensor
 
 
 @dataclass
@@ -82,6 +92,28 @@ class TabClustNet(nn.Module):
         logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx, seeds)
         probs = torch.softmax(logits, dim=-1) * rep(row_mask)[:, :, None]
         return probs.view(b, c, n, self.cfg.k_max)
+
+    @property
+    def assigns_from_context(self) -> bool:
+        """Whether :meth:`context_state` / :meth:`assign_rows` can assign rows without re-encoding the context
+        (decoders whose non-context rows read only the prototypes: the iterative decoder)."""
+        return hasattr(self.decoder, "prototype_states")
+
+    def context_state(self, X, row_mask, col_mask, cat_mask, n_clusters) -> ContextState:
+        """Encode a context (every valid row of X is context) once, for assigning other rows at K = n_clusters."""
+        X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
+        R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask)
+        k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
+        return ContextState(encoder, self.decoder.prototype_states(R, row_mask, k_mask), k_mask)
+
+    def assign_rows(self, state: ContextState, X, row_mask, col_mask, cat_mask) -> torch.Tensor:
+        """Logits (B, N, K_max) of rows X (the same tables and columns as the context, none of them context),
+        -inf beyond K: equal to their logits as non-context rows of one pass with the context, but the context
+        is not encoded again."""
+        X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
+        R = self.encoder.encode_given(X, col_mask, cat_mask, state.encoder)
+        logits = self.decoder.score_rows(R, state.prototypes, state.k_mask)
+        return logits.masked_fill(~state.k_mask[:, None, :], float("-inf"))
 
     def cardinality(self, probs, row_mask, ctx_mask=None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """CIN on (B, K_max-1, N, K_max) partitions -> (k_logits (B, K_max-1), ordinal eta or None)."""

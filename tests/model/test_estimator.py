@@ -16,7 +16,7 @@ import torch
 import model.estimator as estimator_module
 from model.checkpoint import save_checkpoint
 from model.estimator import TabClustPFN
-from model.network import TabClustNet
+from model.encoder import Encoder
 from tests.model.conftest import make_tiny_net
 
 K_MAX = 10  # of the tiny preset
@@ -180,20 +180,21 @@ def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5000, 6)) + np.repeat(rng.normal(scale=5.0, size=(2, 6)), 2500, axis=0)
     rows_per_pass = []
-    encode = TabClustNet.encode
+    encode = Encoder._encode
 
     def spy(self, X, *args, **kwargs):
         rows_per_pass.append(X.shape[1])
         return encode(self, X, *args, **kwargs)
 
-    monkeypatch.setattr(TabClustNet, "encode", spy)
+    monkeypatch.setattr(Encoder, "_encode", spy)
     est = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
     assert est.labels_.shape == (5000,) and est.labels_.min() == 0
     assert est.probabilities_.shape == (5000, est.n_clusters_) and np.isfinite(est.probabilities_).all()
     np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-6)
     assert len(est.context_indices_) == 500 and len(np.unique(est.context_indices_)) == 500
-    assert max(rows_per_pass) <= 500 + 1500  # memory is bounded by n_context + batch_rows rows
-    assert rows_per_pass == [500, 2000, 2000, 2000]  # the context pass, then 3 chunks of 1500 + the context
+    assert max(rows_per_pass) <= 1500  # memory is bounded by max(n_context, batch_rows) rows
+    # the context for every K, the context once more at the chosen K, then 3 chunks that encode only their rows
+    assert rows_per_pass == [500, 500, 1500, 1500, 1500]
     again = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
     np.testing.assert_array_equal(again.labels_, est.labels_)  # deterministic given random_state
     other = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=1).fit(X)

@@ -348,7 +348,7 @@ def test_categorical_skip_ignores_numeric_columns_and_non_context_rows():
     net = TabClustNet(ModelConfig.preset("tiny", cat_skip=True)).eval()
     task = _task(5, 30, 4, 3, categorical=(1, 3))
     t = to_torch(collate([task]))
-    skip = lambda X, ctx: net.encoder.categories(X, t["col_mask"], t["cat_mask"], ctx)  # noqa: E731
+    skip = lambda X, ctx: net.encoder.categories(X, t["col_mask"], t["cat_mask"], ctx)[0]  # noqa: E731
     ctx = torch.ones(1, 30, dtype=torch.bool)
     ctx[0, 20:] = False
     ref = skip(t["X"], ctx)
@@ -384,3 +384,27 @@ def test_checkpoint_configs_from_before_the_categorical_skip_load_without_it():
     data.pop("cat_skip", None)
     cfg = ModelConfig.from_dict(data)
     assert not cfg.cat_skip and TabClustNet(cfg).encoder.categories is None
+
+
+@pytest.mark.parametrize("preset", ["tiny", "small"])
+def test_rows_assigned_against_a_cached_context_get_their_one_pass_logits(preset):
+    """``context_state`` + ``assign_rows`` (the context encoded once) equal the logits the same rows get as
+    non-context rows of one pass with the context: tiny has the paper's row updates, small seeded prototypes
+    and fixed rows; both have the categorical skip."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset(preset)).eval()
+    assert net.assigns_from_context
+    ctx_task, rows_task = _task(11, 60, 5, 3, categorical=(1, 4)), _task(12, 25, 5, 3, categorical=(1, 4))
+    ctx, rows = to_torch(collate([ctx_task])), to_torch(collate([rows_task]))
+    k = torch.tensor([3])
+    both = to_torch(collate([_Task(torch.cat([torch.as_tensor(ctx_task.X), torch.as_tensor(rows_task.X)]).numpy(),
+                                   torch.zeros(85, dtype=torch.long).numpy(), 3, (1, 4))]))
+    ctx_mask = torch.zeros(1, 85, dtype=torch.bool)
+    ctx_mask[0, :60] = True
+    with torch.no_grad():
+        R = net.encode(both["X"], both["row_mask"], both["col_mask"], both["cat_mask"], ctx_mask)
+        ref = net.partition_logits(R, both["row_mask"], k, ctx_mask)[:, 60:]
+        state = net.context_state(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"], k)
+        out = net.assign_rows(state, rows["X"], rows["row_mask"], rows["col_mask"], rows["cat_mask"])
+    assert torch.isinf(out[..., 3:]).all()
+    assert torch.allclose(out[..., :3], ref[..., :3], atol=1e-5)
