@@ -71,10 +71,7 @@ class IterativeDecoder(nn.Module):
     def forward(self, R, ctx_mask, k_mask, seeds=None):
         """R: (S, N, d), ctx_mask: (S, N), k_mask: (S, K_max) -> logits (S, N, K_max). ``seeds``: the rows'
         :func:`farthest_point_seeds` when the caller already has them (computed here otherwise)."""
-        C = self.prototypes.expand(R.shape[0], -1, -1)
-        if self.seed_gain is not None:
-            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1]) if seeds is None else seeds  # (S, K_max)
-            C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
+        C = self._initial_prototypes(R, ctx_mask, seeds)
         for sa, ca_c, *ca_r in self.blocks:
             C = sa(C, C, k_mask)
             C = ca_c(C, R, ctx_mask, k_mask)
@@ -82,13 +79,18 @@ class IterativeDecoder(nn.Module):
                 R = ca_r[0](R, C, k_mask)
         return self.head(R, C)
 
+    def _initial_prototypes(self, R, ctx_mask, seeds=None) -> torch.Tensor:
+        """(S, K_max, d): the learned prototypes, plus (seeding) the gain times the farthest-point context rows."""
+        C = self.prototypes.expand(R.shape[0], -1, -1)
+        if self.seed_gain is not None:
+            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1]) if seeds is None else seeds  # (S, K_max)
+            C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
+        return C
+
     def prototype_states(self, R, ctx_mask, k_mask, seeds=None) -> list[torch.Tensor]:
         """The prototypes each block's rows read, (S, K_max, d) per block, computed from the context rows of R
         (the rows outside ``ctx_mask`` shape nothing, so R may hold the context alone)."""
-        C = self.prototypes.expand(R.shape[0], -1, -1)
-        if self.seed_gain is not None:
-            idx = farthest_point_seeds(R.detach(), ctx_mask, C.shape[1]) if seeds is None else seeds
-            C = C + self.seed_gain * R.gather(1, idx[..., None].expand(-1, -1, R.shape[-1]))
+        C = self._initial_prototypes(R, ctx_mask, seeds)
         states = []
         for sa, ca_c, *ca_r in self.blocks:
             C = ca_c(sa(C, C, k_mask), R, ctx_mask, k_mask)
