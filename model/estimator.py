@@ -12,12 +12,13 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.network import TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
+from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS, select_k
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import _check_feature_names
@@ -40,13 +41,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     """Cluster a table in one forward pass of a pretrained TabClustPFN network (no per-dataset fitting).
 
     The network proposes a soft partition for every K = 2..K_max and a posterior over K (its CIN head). With
-    ``n_clusters=None`` the most probable K is used; otherwise the given K.
+    ``n_clusters=None`` one of them is chosen by ``k_selection``; otherwise the given K.
 
     Parameters
     ----------
     n_clusters : int or None, default=None
         Number of clusters, in 2..K_max of the checkpoint (10 for the shipped one) and smaller than the number
-        of rows. None lets the model choose (the argmax of ``k_posterior_`` over K < n_samples).
+        of rows. None lets the model choose, by ``k_selection``, among K < n_samples.
     checkpoint : str or PathLike or None, default=None
         A file written by :func:`model.checkpoint.save_checkpoint`. None loads the checkpoint shipped in
         ``model/weights/tabclustpfn-small.pt``.
@@ -58,6 +59,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Largest number of rows used as the model's context (pretraining saw N <= 1000).
     batch_rows : int, default=1024
         Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
+    k_selection : {"expected_ari", "posterior_mode"}, default="expected_ari"
+        How K is chosen when ``n_clusters=None`` (:mod:`model.selection`). ``"expected_ari"``: the candidate
+        partition with the highest ARI against the network's partition at K', averaged over K' drawn from
+        ``k_posterior_`` (the Bayes choice for the ARI; a flat posterior gives a central K, not the smallest).
+        ``"posterior_mode"``: the most probable K (the paper's rule).
 
     Attributes
     ----------
@@ -69,6 +75,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Soft assignment of each row; column j is cluster j of ``labels_``.
     k_posterior_ : dict[int, float]
         Posterior probability of each K = 2..K_max (sums to 1); computed even when ``n_clusters`` is given.
+    k_scores_ : dict[int, float]
+        The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI; -inf for
+        K >= n_samples); computed even when ``n_clusters`` is given.
     context_indices_ : ndarray of int64
         Rows of ``X`` used as the context (all rows when n_samples <= n_context).
     preprocessor_ : TablePreprocessor
@@ -115,16 +124,18 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "random_state": ["random_state"],
         "n_context": [Interval(Integral, 2, None, closed="left")],
         "batch_rows": [Interval(Integral, 1, None, closed="left")],
+        "k_selection": [StrOptions(set(K_SELECTIONS))],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=1024):
+                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
         self.random_state = random_state
         self.n_context = n_context
         self.batch_rows = batch_rows
+        self.k_selection = k_selection
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -182,11 +193,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
         probs_all, posterior = self._infer_context(net, Z[ctx], cat_mask, device)
-        if self.n_clusters is None:
-            k_hi = min(k_max, max(2, n - 1))
-            k = 2 + int(np.argmax(posterior[: k_hi - 1]))
-        else:
-            k = int(self.n_clusters)
+        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_max, max(2, n - 1)), rule=self.k_selection)
+        k = k_auto if self.n_clusters is None else int(self.n_clusters)
         P = np.empty((n, k), np.float64)
         P[ctx] = probs_all[k - 2, :, :k]
         if n > len(ctx):
@@ -202,6 +210,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.probabilities_ = P[:, perm]
         self.n_clusters_ = k
         self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
+        self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
         self.context_indices_ = ctx
         self.preprocessor_ = pre
         self._context_X, self._cat_mask = Z[ctx], cat_mask

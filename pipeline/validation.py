@@ -2,8 +2,9 @@
 
 The tasks use seeds ``2**62 + i`` (``prior_stream.validation_seeds``), a range the training stream never
 reaches, drawn from the run's full prior (not the per-step size buckets). Metrics, per task then summarised:
-ARI and NMI of the partition at the inferred K (CIN's argmax), the absolute error of that K, and ARI at the true
-K (known-K clustering). Scores come from ``sklearn.metrics`` on hard labels.
+ARI and NMI of the partition at the inferred K (chosen from CIN's posterior by the rule ``TabClustPFN`` uses,
+``model.selection.DEFAULT_K_SELECTION``), the absolute error of that K, and ARI at the true K (known-K
+clustering). Scores come from ``sklearn.metrics`` on hard labels.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from model.batching import collate, to_torch
+from model.selection import DEFAULT_K_SELECTION, KSelection, select_k
 from pipeline.config import StreamConfig
 from pipeline.prior_stream import validation_seeds
 from priors import PriorDataset, sample_dataset
@@ -29,7 +31,8 @@ def make_validation_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDatas
     return [sample_dataset(seed, kind=stream.kind, config=stream.prior) for seed in validation_seeds(n_tasks)]
 
 
-def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_clusters: int) -> dict[str, float]:
+def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_clusters: int,
+                rule: KSelection = DEFAULT_K_SELECTION) -> dict[str, float]:
     """Scores of one task.
 
     Parameters
@@ -39,13 +42,17 @@ def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_cluste
     y : (N,) true labels.
     n_clusters : int
         True K.
+    rule : how the inferred K is chosen from the posterior (:func:`model.selection.select_k`).
 
     Returns
     -------
     dict
         ``ari``, ``nmi`` (at the inferred K), ``k_abs_err``, ``ari_known_k``.
     """
-    k_hat = int(np.argmax(k_logits)) + 2
+    logits = np.asarray(k_logits, dtype=np.float64)
+    posterior = np.exp(logits - logits.max())
+    posterior /= posterior.sum()
+    k_hat, _ = select_k(probs, posterior, k_hi=min(probs.shape[0] + 1, max(2, len(y) - 1)), rule=rule)
     labels = probs[k_hat - 2].argmax(-1)
     known = probs[n_clusters - 2].argmax(-1)
     return {

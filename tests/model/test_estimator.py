@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.metrics import adjusted_rand_score
 
 import model.estimator as estimator_module
 from model.checkpoint import save_checkpoint
@@ -45,7 +46,32 @@ def test_k_posterior_covers_2_to_kmax_and_sums_to_one(tiny_checkpoint):
     est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs())
     assert sorted(est.k_posterior_) == list(range(2, K_MAX + 1))
     assert sum(est.k_posterior_.values()) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_posterior_mode_rule_picks_the_most_probable_k(tiny_checkpoint):
+    est = TabClustPFN(checkpoint=tiny_checkpoint, k_selection="posterior_mode").fit(_blobs())
     assert est.n_clusters_ == max(est.k_posterior_, key=est.k_posterior_.get)  # N=120: every K allowed
+    assert est.k_scores_ == pytest.approx(est.k_posterior_)
+
+
+def test_expected_ari_rule_picks_the_partition_agreeing_most_with_the_posterior(tiny_checkpoint):
+    X = _blobs()
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    assert est.k_selection == "expected_ari"
+    fixed = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint).fit(X).labels_ for k in range(2, K_MAX + 1)}
+    for k, score in est.k_scores_.items():  # the score is the posterior-weighted ARI with every other candidate
+        expected = sum(est.k_posterior_[j] * adjusted_rand_score(fixed[k], fixed[j]) for j in fixed)
+        assert score == pytest.approx(expected, abs=1e-9)
+    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)
+    np.testing.assert_array_equal(est.labels_, fixed[est.n_clusters_])
+
+
+def test_k_selection_rules_agree_when_n_clusters_is_given(tiny_checkpoint):
+    X = _blobs()
+    a = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, k_selection="posterior_mode").fit(X)
+    b = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, k_selection="expected_ari").fit(X)
+    assert a.n_clusters_ == b.n_clusters_ == 3
+    np.testing.assert_array_equal(a.labels_, b.labels_)
 
 
 def test_given_n_clusters_is_used_and_the_posterior_is_still_computed(tiny_checkpoint):
@@ -80,10 +106,12 @@ def test_single_feature_table_is_clustered(tiny_checkpoint):
     assert est.labels_.shape == (20,) and est.n_features_in_ == 1
 
 
-def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint):
+@pytest.mark.parametrize("rule", ["expected_ari", "posterior_mode"])
+def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint, rule):
     X = _blobs()[::30]  # 4 rows
-    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, k_selection=rule).fit(X)
     assert 2 <= est.n_clusters_ <= 3
+    assert all(v == -np.inf for k, v in est.k_scores_.items() if k > 3)
 
 
 @pytest.mark.parametrize(
@@ -99,6 +127,7 @@ def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint):
         (_blobs(), {"n_clusters": 1}, r"n_clusters=1 is outside 2\.\.10"),
         (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
         (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
+        (_blobs(), {"k_selection": "silhouette"}, "'k_selection' parameter .* must be a str among"),
     ],
 )
 def test_bad_input_raises_a_value_error_naming_the_problem(tiny_checkpoint, X, params, match):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+from model.selection import DEFAULT_K_SELECTION
 
 from pipeline.config import train_preset
 from pipeline.prior_stream import VAL_SEED_BASE
@@ -16,13 +19,26 @@ def _one_hot_partitions(labels: np.ndarray, k_max: int) -> np.ndarray:
     return probs
 
 
-def test_perfect_partition_at_the_inferred_k_scores_one():
+@pytest.mark.parametrize("rule", ["posterior_mode", "expected_ari"])
+def test_perfect_partition_at_the_inferred_k_scores_one(rule):
     y = np.repeat([0, 1, 2], 10)
-    k_logits = np.eye(9)[1]  # argmax -> K = 3
-    s = task_scores(_one_hot_partitions(y, 10), k_logits, y, 3)
+    k_logits = 20.0 * np.eye(9)[1]  # a confident posterior on K = 3
+    s = task_scores(_one_hot_partitions(y, 10), k_logits, y, 3, rule=rule)
     assert s == {"ari": 1.0, "nmi": 1.0, "k_abs_err": 0.0, "ari_known_k": 1.0}
-    wrong_k = task_scores(_one_hot_partitions(y, 10), np.eye(9)[3], y, 3)  # infers K = 5
+    wrong_k = task_scores(_one_hot_partitions(y, 10), 20.0 * np.eye(9)[3], y, 3, rule=rule)  # infers K = 5
     assert wrong_k["k_abs_err"] == 2.0
+
+
+def test_inferred_k_follows_the_rule_of_the_estimator():
+    # Partitions that differ per K: with a flat posterior the mode falls on K = 2, the expected ARI elsewhere.
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(6), 20)
+    probs = np.stack([np.eye(10)[np.minimum(y, k - 1) if k < 6 else y] for k in range(2, 11)])
+    probs[5:] = np.eye(10)[rng.integers(0, 10, size=(4, len(y)))]  # K >= 7: noise
+    flat = np.zeros(9)
+    assert task_scores(probs, flat, y, 6, rule="posterior_mode")["k_abs_err"] == 4.0
+    assert task_scores(probs, flat, y, 6, rule="expected_ari")["k_abs_err"] < 4.0
+    assert task_scores(probs, flat, y, 6) == task_scores(probs, flat, y, 6, rule=DEFAULT_K_SELECTION)
 
 
 def test_summary_takes_medians_and_mean_k_error():

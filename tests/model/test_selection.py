@@ -1,0 +1,98 @@
+"""model/selection.py: choosing K from the candidate partitions and CIN's posterior."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from model.selection import expected_ari, pairwise_ari, select_k
+
+
+def _one_hot_probs(labels: np.ndarray, k_max: int) -> np.ndarray:
+    """(C, N) hard labels -> (C, N, K_max) probabilities with all mass on each label."""
+    return np.eye(k_max)[labels]
+
+
+def test_pairwise_ari_equals_sklearn_for_every_pair():
+    rng = np.random.default_rng(0)
+    labels = np.stack([rng.integers(0, k, size=200) for k in (2, 3, 5, 7)]
+                      + [np.zeros(200, int), np.arange(200) % 4])
+    m = pairwise_ari(labels)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            assert m[i, j] == pytest.approx(adjusted_rand_score(labels[i], labels[j]), abs=1e-12)
+
+
+def test_pairwise_ari_treats_two_trivial_partitions_as_sklearn_does():
+    same = np.zeros((2, 5), int)
+    assert pairwise_ari(same)[0, 1] == adjusted_rand_score(same[0], same[1]) == 1.0
+
+
+def test_pairwise_ari_refuses_bad_labels():
+    with pytest.raises(ValueError, match="non-negative"):
+        pairwise_ari(np.array([[0, -1, 1]]))
+    with pytest.raises(ValueError, match=r"\(C, N\)"):
+        pairwise_ari(np.array([0, 1, 1]))
+
+
+def test_expected_ari_is_the_posterior_weighted_agreement():
+    rng = np.random.default_rng(1)
+    labels = np.stack([rng.integers(0, k, size=50) for k in (2, 3, 4)])
+    post = np.array([0.2, 0.5, 0.3])
+    scores = expected_ari(labels, post)
+    for i in range(3):
+        want = sum(post[j] * adjusted_rand_score(labels[i], labels[j]) for j in range(3))
+        assert scores[i] == pytest.approx(want, abs=1e-12)
+    with pytest.raises(ValueError, match="one entry per candidate"):
+        expected_ari(labels, post[:2])
+
+
+def test_a_confident_posterior_picks_its_k_under_both_rules():
+    rng = np.random.default_rng(2)
+    labels = np.stack([rng.integers(0, k, size=300) for k in range(2, 11)])  # distinct random partitions
+    post = np.full(9, 0.001)
+    post[4] = 1 - 0.008  # K = 6
+    for rule in ("posterior_mode", "expected_ari"):
+        k, _ = select_k(_one_hot_probs(labels, 10), post, k_hi=10, rule=rule)
+        assert k == 6
+
+
+def test_a_flat_posterior_picks_the_central_partition_not_the_mode():
+    # Nested partitions of 8 blobs: K=2 merges four blobs at a time, K=8 is the blobs, K=4 pairs them. With a
+    # posterior leaning to K=2, the mode answers 2; the expected ARI favours a partition that agrees with many.
+    blobs = np.repeat(np.arange(8), 40)
+    by_k = {2: blobs // 4, 3: np.minimum(blobs // 3, 2), 4: blobs // 2, 5: np.minimum(blobs // 2, 4) + (blobs == 7),
+            6: np.where(blobs < 4, blobs // 2, blobs - 2), 7: np.minimum(blobs, 6), 8: blobs, 9: blobs, 10: blobs}
+    labels = np.stack([by_k[k] for k in range(2, 11)])
+    post = np.array([0.2] + [0.1] * 8)
+    k_mode, _ = select_k(_one_hot_probs(labels, 10), post, k_hi=10, rule="posterior_mode")
+    k_ari, scores = select_k(_one_hot_probs(labels, 10), post, k_hi=10, rule="expected_ari")
+    assert k_mode == 2
+    assert k_ari != 2 and scores[k_ari - 2] > scores[0]
+    np.testing.assert_allclose(scores, pairwise_ari(labels) @ post)
+
+
+def test_candidates_above_k_hi_are_never_chosen_and_score_minus_inf():
+    rng = np.random.default_rng(3)
+    labels = np.stack([rng.integers(0, k, size=5) for k in range(2, 11)])
+    post = np.zeros(9)
+    post[-1] = 1.0  # all mass on K = 10, which 4 rows cannot have
+    for rule in ("posterior_mode", "expected_ari"):
+        k, scores = select_k(_one_hot_probs(labels, 10), post, k_hi=3, rule=rule)
+        assert k in (2, 3)
+        assert np.isneginf(scores[2:]).all() and np.isfinite(scores[:2]).all()
+
+
+def test_unknown_rule_is_refused():
+    with pytest.raises(ValueError, match="unknown K selection rule 'silhouette'"):
+        select_k(np.zeros((9, 4, 10)), np.full(9, 1 / 9), k_hi=3, rule="silhouette")
+
+
+def test_identical_partitions_tie_and_the_most_probable_k_wins():
+    labels = np.tile(np.repeat([0, 1, 2], 10), (9, 1))  # every candidate returned the same partition
+    post = np.full(9, 0.1)
+    post[3] = 0.2  # K = 5
+    k, scores = select_k(_one_hot_probs(labels, 10), post / post.sum(), k_hi=10, rule="expected_ari")
+    assert k == 5
+    np.testing.assert_allclose(scores, 1.0)
