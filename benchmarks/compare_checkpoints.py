@@ -6,6 +6,8 @@ For each checkpoint and suite (the 49 held-out synthetic datasets and the 22 UCI
 median ARI with K inferred and with the true K, and median |K^ - K|. The same datasets, seed and code path as
 ``jobs/evaluate.py`` (``tune.evaluate.evaluate_real`` runs ``pipeline.evaluation.methods.run_method`` on any list
 of datasets), in one process, so it is the quick check of whether a new checkpoint is worth the full evaluation.
+``--k-selection RULE`` (repeatable) scores the inferred K under each of the estimator's rules (default: its
+default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mode``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+from model.selection import K_SELECTIONS  # noqa: E402
 from pipeline.evaluation.suites import real_suite, synthetic_suite  # noqa: E402
 from tune.evaluate import evaluate_real  # noqa: E402
 
@@ -26,16 +29,19 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoints", nargs="+")
     p.add_argument("--suite", choices=["synthetic", "real"], action="append", help="default: both")
+    p.add_argument("--k-selection", choices=K_SELECTIONS, action="append", help="default: the estimator's")
     args = p.parse_args()
     suites = {"synthetic": synthetic_suite, "real": real_suite}
     for name in args.suite or ["synthetic", "real"]:
         datasets = suites[name]()
         print(f"{name} ({len(datasets)} datasets)")
         for ckpt in args.checkpoints:
-            s = evaluate_real(ckpt, datasets)
-            scored = f" ({int(s['real_datasets'])} scored)" if s["real_datasets"] < len(datasets) else ""
-            print(f"  {ckpt:48s} " + "  ".join(f"{label} {s[k]:.3f}" for k, label in SHOWN.items() if k in s)
-                  + scored, flush=True)
+            for rule in args.k_selection or [None]:
+                s = evaluate_real(ckpt, datasets, k_selection=rule)
+                scored = f" ({int(s['real_datasets'])} scored)" if s["real_datasets"] < len(datasets) else ""
+                name = ckpt if rule is None else f"{ckpt} [{rule}]"
+                print(f"  {name:48s} " + "  ".join(f"{label} {s[k]:.3f}" for k, label in SHOWN.items() if k in s)
+                      + scored, flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from model.selection import K_SELECTIONS
 from pipeline.evaluation import EvalConfig, run_evaluation
 from pipeline.evaluation.methods import METHODS
 
@@ -31,6 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                           "benchmarks)")
     p.add_argument("--methods", nargs="+", default=None, help="methods to run (default: all; --quick: a few)")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
+    p.add_argument("--k-selection", choices=K_SELECTIONS, default=None,
+                   help="TabClustPFN's rule for choosing K (default: the estimator's, expected_ari)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets, 6 methods, "
                                                         "16 calibration datasets")
@@ -51,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = EvalConfig(suites=suites, data_dir=args.data, benchmarks_dir=args.benchmarks_dir,
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
-                         output_dir=args.output, quick=args.quick, calibration_size=args.calibration_size,
+                         k_selection=args.k_selection, output_dir=args.output, quick=args.quick,
+                         calibration_size=args.calibration_size,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,
                          tracking_uri=args.tracking_uri, progress=not args.no_progress)
         results, report_path = run_evaluation(cfg)

@@ -296,8 +296,9 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
             "nmi": round(float(normalized_mutual_info_score(t, labels[known])), 6)}
 
 
-def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int):
+def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
+    ``k_selection`` None keeps the estimator's default rule.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
     bad setting fails once at start-up instead of on every table.
@@ -305,6 +306,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int):
     from model import TabClustPFN
 
     est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed)
+    if k_selection is not None:
+        est.set_params(k_selection=k_selection)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 

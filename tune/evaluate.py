@@ -67,9 +67,11 @@ def summarize_synthetic(scores: Sequence[dict]) -> dict[str, float]:
     return out
 
 
-def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0) -> dict[str, float]:
+def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
+                  k_selection: str | None = None) -> dict[str, float]:
     """Cluster each real dataset with the checkpoint, K inferred and K given -> median ARI/NMI at the inferred K,
-    mean/median K error, median ARI at the true K (``real_ari_known_k``).
+    mean/median K error, median ARI at the true K (``real_ari_known_k``). ``k_selection``: the estimator's rule
+    for K (None: its default).
 
     A dataset that fails is logged and left out; ``real_datasets`` counts those scored.
     """
@@ -81,8 +83,8 @@ def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0) -> 
     rows = []
     for ds in datasets:
         try:
-            out = run_method(inferred, ds, checkpoint=str(checkpoint), seed=seed)
-            given = run_method(known, ds, checkpoint=str(checkpoint), seed=seed)
+            out = run_method(inferred, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection)
+            given = run_method(known, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection)
         except Exception as exc:  # one bad dataset must not lose the trial's other scores
             logger.warning("real dataset %s failed: %s", ds.name, exc)
             continue

@@ -113,8 +113,10 @@ def silhouette_select(family: str, X: np.ndarray, seed: int,
     return best[1], best[2]
 
 
-def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0) -> dict:
+def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
+               k_selection: str | None = None) -> dict:
     """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
+    ``k_selection``: TabClustPFN's rule for choosing K (None: the estimator's default).
 
     The time covers the clustering only: TabClustPFN's network is loaded (by a tiny warm-up fit) before the
     clock starts, as the baselines' libraries are imported before it.
@@ -127,7 +129,7 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
     if spec.family == "TabClustPFN":
         from pipeline.batch_cluster import load_estimator
 
-        est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed)
+        est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed, k_selection)
         start = time.perf_counter()
         est.fit(dataset.features)
         return {"labels": np.asarray(est.labels_), "k_pred": int(est.n_clusters_),

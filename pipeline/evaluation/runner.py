@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from model.selection import K_SELECTIONS
 from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
 from pipeline.evaluation import plots, report, suites
@@ -42,6 +43,7 @@ class EvalConfig:
     benchmarks_dir: str | None = None
     methods: tuple[str, ...] | None = None
     checkpoint: str | None = None
+    k_selection: str | None = None  # TabClustPFN's rule for K (None: the estimator's default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -61,6 +63,8 @@ class EvalConfig:
         if self.timeout_s <= 0 or self.calibration_size < 0:
             raise ValueError("timeout_s must be > 0 and calibration_size >= 0")
         select_methods(self.methods)  # unknown method names fail here, before any work
+        if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
+            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,14 @@ class TaskFailure:
     error: str
 
 
-def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int) -> dict:
+def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
+                  k_selection: str | None = None) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
-            out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed)
+            out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": ""}
     except Exception as exc:  # a failed method is a result, not a crash
@@ -172,7 +177,7 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
     import ray
 
     refs = {d.name: ray.put(d) for d in datasets}
-    calls = [((s.name, d.name), evaluate_pair, (s, refs[d.name], cfg.checkpoint, cfg.seed))
+    calls = [((s.name, d.name), evaluate_pair, (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -252,7 +257,8 @@ def command_line(cfg: EvalConfig) -> str:
     parts = ["python jobs/evaluate.py", *(f"--suite {x}" for x in cfg.suites)]
     defaults = EvalConfig()
     for flag, value, default in (("--data", cfg.data_dir, None), ("--benchmarks-dir", cfg.benchmarks_dir, None),
-                                 ("--checkpoint", cfg.checkpoint, None), ("--output", cfg.output_dir,
+                                 ("--checkpoint", cfg.checkpoint, None), ("--k-selection", cfg.k_selection, None),
+                                 ("--output", cfg.output_dir,
                                                                           defaults.output_dir),
                                  ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
                                  ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):

@@ -54,6 +54,21 @@ def test_unknown_method_or_suite_is_refused_up_front():
         EvalConfig(methods=("KMeans",))
     with pytest.raises(ValueError, match="unknown suite"):
         EvalConfig(suites=("toy",))
+    with pytest.raises(ValueError, match="unknown k_selection 'silhouette'"):
+        EvalConfig(k_selection="silhouette")
+
+
+@pytest.mark.parametrize("rule", ["posterior_mode", "expected_ari"])
+def test_tabclustpfn_runs_with_the_chosen_k_selection_rule(tiny_checkpoint, rule):
+    from model.estimator import TabClustPFN
+
+    rng = np.random.default_rng(1)
+    ds = EvalDataset("blobs", "data", "data", pd.DataFrame(rng.normal(size=(60, 3)), columns=list("abc")),
+                     np.arange(60) % 3, 3)
+    spec = next(m for m in METHODS if m.name == "TabClustPFN")
+    res = evaluate_pair(spec, ds, tiny_checkpoint, 0, rule)
+    direct = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, k_selection=rule).fit(ds.features)
+    assert res["status"] == "ok" and res["k_pred"] == direct.n_clusters_
 
 
 @pytest.mark.slow
@@ -102,3 +117,5 @@ def test_command_line_reproduces_the_non_default_settings():
     cfg = EvalConfig(suites=("real",), checkpoint="m.pt", timeout_s=30.0, methods=("KMeans+",), quick=True)
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --checkpoint m.pt --timeout 30 " \
                                 "--methods 'KMeans+' --quick"
+    cfg = EvalConfig(suites=("real",), k_selection="posterior_mode")
+    assert command_line(cfg) == "python jobs/evaluate.py --suite real --k-selection posterior_mode"
