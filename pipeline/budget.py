@@ -98,6 +98,31 @@ def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
     return list(meta.get("lineage", [])), int(meta.get("total_tasks_seen", meta.get("tasks_seen", 0)))
 
 
+def averaged_metadata(metadatas: list[dict[str, Any]], sources: list[str], weights: list[float],
+                      note: str = "") -> dict[str, Any]:
+    """Checkpoint metadata for the weight average of runs (``model.checkpoint.average_checkpoints``).
+
+    The lineages' common prefix (the shared parent's phases) is kept once; the phases after it become the
+    ``branches`` of one new ``average`` phase, so ``total_tasks_seen`` counts the parent's tasks once and every
+    branch's new tasks.
+    """
+    lineages = [list(m.get("lineage", [])) for m in metadatas]
+    prefix = 0
+    while all(len(lin) > prefix for lin in lineages) and all(lin[prefix] == lineages[0][prefix] for lin in lineages):
+        prefix += 1
+    common = lineages[0][:prefix]
+    branches = [lin[prefix:] for lin in lineages]
+    branch_tasks = sum(int(ph.get("tasks", 0)) for br in branches for ph in br)
+    total = sum(int(ph.get("tasks", 0)) for ph in common) + branch_tasks
+    mix = [float(w) / sum(weights) for w in weights]
+    phase = {"phase": prefix + 1, "run": "average", "steps": 0, "tasks": 0, "wall_s": 0,
+             "device": "none (arithmetic on weights)",
+             "what": note or f"weighted mean of the weights of {len(sources)} runs from one parent",
+             "sources": [str(s) for s in sources], "weights": [round(w, 6) for w in mix], "branches": branches}
+    return {"step": 0, "tasks_seen": branch_tasks, "total_tasks_seen": total, "lineage": [*common, phase],
+            "train_config": metadatas[0].get("train_config", {}), "hardware": metadatas[0].get("hardware", "")}
+
+
 def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, *, device: str = "cpu",
                         workers: int = 0, probe_steps: int = 8, reserve_s: float = 20.0,
                         state_dir: str | Path | None = None, max_steps_cap: int | None = None,
