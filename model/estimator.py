@@ -192,14 +192,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
-        probs_all, posterior = self._infer_context(net, Z[ctx], cat_mask, device)
+        probs_all, posterior, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
         k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_max, max(2, n - 1)), rule=self.k_selection)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         P = np.empty((n, k), np.float64)
         P[ctx] = probs_all[k - 2, :, :k]
         if n > len(ctx):
             rest = np.setdiff1d(np.arange(n), ctx, assume_unique=True)
-            P[rest] = self._assign(net, Z[ctx], Z[rest], cat_mask, k, device)
+            P[rest] = self._assign(net, Z[ctx], Z[rest], cat_mask, k, device, encoded)
 
         raw = P.argmax(axis=1)
         first_seen = np.unique(raw, return_index=True)
@@ -292,22 +292,28 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 torch.ones(1, d, dtype=torch.bool, device=device),
                 torch.as_tensor(cat_mask, device=device)[None], ctx_mask)
 
-    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray]:
-        """All K on the context -> probs (K_max-1, n_ctx, K_max) and the posterior over K = 2..K_max."""
+    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+        """All K on the context -> probs (K_max-1, n_ctx, K_max), the posterior over K = 2..K_max, and the
+        context's encoding for :meth:`_assign` (None for networks that re-encode the context per chunk)."""
         X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
+        encoded = None
         with torch.inference_mode():
-            out = net.infer(X, row_mask, col_mask, cat)
+            if net.assigns_from_context:
+                out, encoded = net.infer_context(X, row_mask, col_mask, cat)
+            else:
+                out = net.infer(X, row_mask, col_mask, cat)
             posterior = torch.softmax(out.k_logits[0].double(), dim=-1)
-        return out.probs[0].double().cpu().numpy(), posterior.cpu().numpy()
+        return out.probs[0].double().cpu().numpy(), posterior.cpu().numpy(), encoded
 
-    def _assign(self, net, X_ctx, X_rows, cat_mask, k: int, device) -> np.ndarray:
-        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass."""
+    def _assign(self, net, X_ctx, X_rows, cat_mask, k: int, device, encoded: tuple | None = None) -> np.ndarray:
+        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass; ``encoded``:
+        the context's encoding from :meth:`_infer_context` on the same ``X_ctx``, when at hand."""
         out = np.empty((len(X_rows), k), np.float64)
         n_ctx = len(X_ctx)
         n_clusters = torch.tensor([k], device=device)
         with torch.inference_mode():
             if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only
-                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device)[:4], n_clusters)
+                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device)[:4], n_clusters, encoded)
                 for start in range(0, len(X_rows), self.batch_rows):
                     chunk = X_rows[start : start + self.batch_rows]
                     X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device)

@@ -99,10 +99,24 @@ class TabClustNet(nn.Module):
         (decoders whose non-context rows read only the prototypes: the iterative decoder)."""
         return hasattr(self.decoder, "prototype_states")
 
-    def context_state(self, X, row_mask, col_mask, cat_mask, n_clusters) -> ContextState:
-        """Encode a context (every valid row of X is context) once, for assigning other rows at K = n_clusters."""
+    def infer_context(self, X, row_mask, col_mask, cat_mask) -> tuple[InferenceOutput, tuple]:
+        """:meth:`infer` on a context (every valid row of X is context), plus its encoding ``(R, EncoderContext)``
+        for :meth:`context_state`, so that assigning other rows afterwards does not encode the context again."""
         X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
         R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask)
+        probs = self.all_partitions(R, row_mask)
+        k_logits, eta = self.cardinality(probs, row_mask)
+        return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta), (R, encoder)
+
+    def context_state(self, X, row_mask, col_mask, cat_mask, n_clusters, encoded: tuple | None = None
+                      ) -> ContextState:
+        """Encode a context (every valid row of X is context) once, for assigning other rows at K = n_clusters.
+        ``encoded``: the context's encoding from :meth:`infer_context` on the same X (skips encoding it again)."""
+        if encoded is None:
+            X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
+            R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask)
+        else:
+            R, encoder = encoded
         k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
         return ContextState(encoder, self.decoder.prototype_states(R, row_mask, k_mask), k_mask)
 

@@ -222,8 +222,8 @@ def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, 
     np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-6)
     assert len(est.context_indices_) == 500 and len(np.unique(est.context_indices_)) == 500
     assert max(rows_per_pass) <= 1500  # memory is bounded by max(n_context, batch_rows) rows
-    # the context for every K, the context once more at the chosen K, then 3 chunks that encode only their rows
-    assert rows_per_pass == [500, 500, 1500, 1500, 1500]
+    # the context once (every K and the chosen K's prototypes), then 3 chunks that encode only their rows
+    assert rows_per_pass == [500, 1500, 1500, 1500]
     again = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
     np.testing.assert_array_equal(again.labels_, est.labels_)  # deterministic given random_state
     other = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=1).fit(X)

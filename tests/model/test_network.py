@@ -406,5 +406,12 @@ def test_rows_assigned_against_a_cached_context_get_their_one_pass_logits(preset
         ref = net.partition_logits(R, both["row_mask"], k, ctx_mask)[:, 60:]
         state = net.context_state(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"], k)
         out = net.assign_rows(state, rows["X"], rows["row_mask"], rows["col_mask"], rows["cat_mask"])
+        inferred, encoded = net.infer_context(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
+        plain = net.infer(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
+        reused = net.context_state(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"], k, encoded)
+        out_reused = net.assign_rows(reused, rows["X"], rows["row_mask"], rows["col_mask"], rows["cat_mask"])
     assert torch.isinf(out[..., 3:]).all()
     assert torch.allclose(out[..., :3], ref[..., :3], atol=1e-5)
+    # infer_context is infer plus the encoding, and a state built from that encoding is the same state
+    assert torch.equal(inferred.probs, plain.probs) and torch.equal(inferred.k_logits, plain.k_logits)
+    assert torch.equal(out_reused, out)
