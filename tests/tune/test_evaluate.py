@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from model import ModelConfig, TabClustNet
+from model.batching import collate, to_torch
 from model.checkpoint import save_checkpoint
+from model.selection import DEFAULT_K_SELECTION
 from pipeline.config import train_preset
 from pipeline.validation import Validator
 from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic
@@ -45,6 +47,20 @@ def test_synthetic_scores_match_the_pipeline_validator(tiny_net):
     for mech in ("gmm", "zeus"):
         group = [s["ari"] for s in scores if s["mechanism"] == mech]
         assert group and mine[f"syn_ari_{mech}"] == np.median(group)
+
+
+def test_score_tasks_infers_k_by_the_rule_asked_for(tiny_net):
+    stream = dataclasses.replace(train_preset("tiny", smoke=True).stream, kind="mix")
+    tasks = fixed_synthetic_tasks(stream, 6)
+    mode = score_tasks(tiny_net, tasks, rule="posterior_mode")
+    with torch.no_grad():
+        for task, s in zip(tasks, mode):  # the paper's rule: the argmax of CIN's logits
+            b = to_torch(collate([task]))
+            k_hat = int(tiny_net.infer(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"]).k_logits[0].argmax()) + 2
+            assert s["k_abs_err"] == abs(k_hat - task.n_clusters)
+    default = score_tasks(tiny_net, tasks)
+    assert default == score_tasks(tiny_net, tasks, rule=DEFAULT_K_SELECTION)
+    assert [s["ari_known_k"] for s in default] == [s["ari_known_k"] for s in mode]  # the rule touches K only
 
 
 def test_real_suite_scores_are_medians_over_the_datasets(tiny_net, tmp_path):
