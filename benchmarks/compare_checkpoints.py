@@ -22,8 +22,8 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from model.selection import K_SELECTIONS  # noqa: E402
 from model.checkpoint import load_checkpoint  # noqa: E402
+from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.suites import real_suite, synthetic_suite  # noqa: E402
 from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic  # noqa: E402
@@ -62,7 +62,7 @@ def compare_on_prior(checkpoints: list[str], n_tasks: int, rules: list) -> None:
     for ckpt in checkpoints:
         net = load_checkpoint(ckpt)[0]
         for rule in rules:
-            s = summarize_synthetic(score_tasks(net, tasks, rule=rule) if rule else score_tasks(net, tasks))
+            s = summarize_synthetic(score_tasks(net, tasks, rule=rule or DEFAULT_K_SELECTION))
             name = ckpt if rule is None else f"{ckpt} [{rule}]"
             print(f"  {name:48s} ARI {s['syn_ari']:.3f}  ARI known K {s['syn_ari_known_k']:.3f}  "
                   f"k-MAE {s['syn_k_mae']:.2f}  (GMM {s['syn_ari_gmm']:.3f}, ZEUS {s['syn_ari_zeus']:.3f})", flush=True)

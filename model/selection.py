@@ -107,7 +107,7 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
         raise ValueError(f"unknown K selection rule {rule!r}: use one of {K_SELECTIONS}")
     posterior = np.asarray(posterior, dtype=np.float64)
     n_cand = posterior.shape[0]
-    if not 2 <= k_hi:
+    if k_hi < 2:
         raise ValueError(f"k_hi must be >= 2, got {k_hi}")
     allowed = min(n_cand, k_hi - 1)  # candidates K = 2..k_hi
     scores = np.full(n_cand, -np.inf)

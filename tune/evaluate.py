@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from model.batching import collate, to_torch
+from model.selection import DEFAULT_K_SELECTION, KSelection
 from pipeline.config import StreamConfig
 from pipeline.validation import make_validation_tasks, task_scores
 from priors import PriorDataset
@@ -34,9 +35,9 @@ def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDatas
 
 @torch.no_grad()
 def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int = 8,
-                rule: str | None = None) -> list[dict[str, float | str]]:
+                rule: KSelection = DEFAULT_K_SELECTION) -> list[dict[str, float | str]]:
     """Per-task scores of ``net`` (on CPU, eval mode) with each task's ``mechanism``, in the order of ``tasks``;
-    ``rule``: how K is inferred (``model.selection``; None: the estimator's default)."""
+    ``rule``: how K is inferred (``model.selection``)."""
     net.eval()
     order = sorted(range(len(tasks)), key=lambda i: (tasks[i].X.shape[0], tasks[i].X.shape[1]))
     scores: dict[int, dict] = {}
@@ -48,8 +49,7 @@ def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int 
         probs, k_logits = out.probs.float().numpy(), out.k_logits.float().numpy()
         for b, i in enumerate(idx):
             n = int(batch["row_mask"][b].sum())
-            s = task_scores(probs[b, :, :n], k_logits[b], batch["y"][b, :n], int(batch["n_clusters"][b]),
-                            **({"rule": rule} if rule else {}))
+            s = task_scores(probs[b, :, :n], k_logits[b], batch["y"][b, :n], int(batch["n_clusters"][b]), rule)
             scores[i] = {**s, "mechanism": str(tasks[i].meta.get("mechanism"))}
     return [scores[i] for i in range(len(tasks))]
 

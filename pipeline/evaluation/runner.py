@@ -258,8 +258,7 @@ def command_line(cfg: EvalConfig) -> str:
     defaults = EvalConfig()
     for flag, value, default in (("--data", cfg.data_dir, None), ("--benchmarks-dir", cfg.benchmarks_dir, None),
                                  ("--checkpoint", cfg.checkpoint, None), ("--k-selection", cfg.k_selection, None),
-                                 ("--output", cfg.output_dir,
-                                                                          defaults.output_dir),
+                                 ("--output", cfg.output_dir, defaults.output_dir),
                                  ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
                                  ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):
         if value != default:
