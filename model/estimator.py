@@ -64,6 +64,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from
         ``k_posterior_`` (the Bayes choice for the ARI; a flat posterior gives a central K, not the smallest).
         ``"posterior_mode"``: the most probable K (the paper's rule).
+    max_clusters : int or None, default=None
+        Largest K the model may choose when ``n_clusters=None``, in 2..K_max of the checkpoint; None allows up to
+        K_max. For tables known to hold few groups (the model tends to split tables whose classes are not
+        separate clusters into too many). Must be at least ``n_clusters`` when both are given.
 
     Attributes
     ----------
@@ -76,8 +80,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_posterior_ : dict[int, float]
         Posterior probability of each K = 2..K_max (sums to 1); computed even when ``n_clusters`` is given.
     k_scores_ : dict[int, float]
-        The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI; -inf for
-        K >= n_samples); computed even when ``n_clusters`` is given.
+        The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI, under the
+        posterior renormalised over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed
+        even when ``n_clusters`` is given.
     context_indices_ : ndarray of int64
         Rows of ``X`` used as the context (all rows when n_samples <= n_context).
     preprocessor_ : TablePreprocessor
@@ -125,10 +130,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "n_context": [Interval(Integral, 2, None, closed="left")],
         "batch_rows": [Interval(Integral, 1, None, closed="left")],
         "k_selection": [StrOptions(set(K_SELECTIONS))],
+        "max_clusters": [Interval(Integral, None, None, closed="neither"), None],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION):
+                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION, max_clusters=None):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -136,6 +142,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.n_context = n_context
         self.batch_rows = batch_rows
         self.k_selection = k_selection
+        self.max_clusters = max_clusters
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -182,6 +189,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             if self.n_clusters >= n:
                 raise ValueError(f"n_clusters={self.n_clusters} must be smaller than the number of rows "
                                  f"(n_samples={n}).")
+        k_cap = k_max if self.max_clusters is None else int(self.max_clusters)
+        if not 2 <= k_cap <= k_max:
+            raise ValueError(f"max_clusters={self.max_clusters} is outside 2..{k_max} (K_max of the checkpoint); "
+                             "pass max_clusters=None to allow every K.")
+        if self.n_clusters is not None and self.n_clusters > k_cap:
+            raise ValueError(f"n_clusters={self.n_clusters} is larger than max_clusters={self.max_clusters}; "
+                             "give one of them.")
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories)
         Z, cat_mask = pre.fit_transform(frame)
 
@@ -193,7 +207,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
         probs_all, posterior, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
-        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_max, max(2, n - 1)), rule=self.k_selection)
+        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         P = np.empty((n, k), np.float64)
         P[ctx] = probs_all[k - 2, :, :k]

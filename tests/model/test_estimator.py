@@ -114,6 +114,29 @@ def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint, rule):
     assert all(v == -np.inf for k, v in est.k_scores_.items() if k > 3)
 
 
+@pytest.mark.parametrize("rule", ["expected_ari", "posterior_mode"])
+@pytest.mark.parametrize("cap", [2, 3, 5])
+def test_max_clusters_bounds_the_inferred_k(tiny_checkpoint, rule, cap):
+    X = _blobs()
+    est = TabClustPFN(checkpoint=tiny_checkpoint, k_selection=rule, max_clusters=cap).fit(X)
+    assert 2 <= est.n_clusters_ <= cap
+    assert all(v == -np.inf for k, v in est.k_scores_.items() if k > cap)
+    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)
+    if rule == "posterior_mode":  # the most probable K among those allowed
+        allowed = {k: p for k, p in est.k_posterior_.items() if k <= cap}
+        assert est.n_clusters_ == max(allowed, key=allowed.get)
+    fixed = TabClustPFN(n_clusters=est.n_clusters_, checkpoint=tiny_checkpoint).fit(X)
+    np.testing.assert_array_equal(est.labels_, fixed.labels_)
+
+
+def test_max_clusters_leaves_a_given_n_clusters_alone(tiny_checkpoint):
+    X = _blobs()
+    capped = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, max_clusters=6).fit(X)
+    plain = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(X)
+    assert capped.n_clusters_ == 3
+    np.testing.assert_array_equal(capped.labels_, plain.labels_)
+
+
 @pytest.mark.parametrize(
     ("X", "params", "match"),
     [
@@ -128,6 +151,10 @@ def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint, rule):
         (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
         (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
         (_blobs(), {"k_selection": "silhouette"}, "'k_selection' parameter .* must be a str among"),
+        (_blobs(), {"max_clusters": 1}, r"max_clusters=1 is outside 2\.\.10"),
+        (_blobs(), {"max_clusters": K_MAX + 1}, r"max_clusters=11 is outside 2\.\.10"),
+        (_blobs(), {"n_clusters": 5, "max_clusters": 3}, "n_clusters=5 is larger than max_clusters=3"),
+        (_blobs(), {"max_clusters": 2.5}, "'max_clusters' parameter .* must be an int"),
     ],
 )
 def test_bad_input_raises_a_value_error_naming_the_problem(tiny_checkpoint, X, params, match):
