@@ -13,6 +13,7 @@ import sys
 
 import pandas as pd
 
+from model.selection import K_SELECTIONS
 from pipeline.batch_cluster import MAX_COLUMNS, ClusterJobConfig, run_batch
 
 EPILOG = f"""exit status: 0 when every table was clustered, 2 when any table failed (its reason is in
@@ -29,6 +30,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "scored against their 'target' column)")
     p.add_argument("--output", default="outputs/cluster", help="output folder (default: %(default)s)")
     p.add_argument("--n-clusters", type=int, default=None, help="fixed K for every table (default: inferred)")
+    p.add_argument("--k-selection", choices=K_SELECTIONS, default=None,
+                   help="how K is inferred: expected_ari (default) or posterior_mode (the paper's rule; better for "
+                        "tables likely to hold 2 classes)")
+    p.add_argument("--max-clusters", type=int, default=None, help="largest K to infer for any table (default: 10)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -44,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = ClusterJobConfig(inputs=tuple(args.inputs), output_dir=args.output, n_clusters=args.n_clusters,
+                               k_selection=args.k_selection, max_clusters=args.max_clusters,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)

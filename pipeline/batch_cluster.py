@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
+
 logger = logging.getLogger(__name__)
 
 #: Repository root and the demo tables clustered when no input is given.
@@ -56,6 +58,12 @@ class ClusterJobConfig:
         Where ``<table>.parquet`` and ``summary.csv`` go.
     n_clusters : int, optional
         Fixed K for every table; None lets the model infer K per table.
+    k_selection : str, optional
+        How the model infers K (``TabClustPFN(k_selection=...)``: ``"expected_ari"`` or ``"posterior_mode"``);
+        None keeps the estimator's default.
+    max_clusters : int, optional
+        Largest K the model may infer for any table (``TabClustPFN(max_clusters=...)``); None: the checkpoint's
+        K_max.
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -73,6 +81,8 @@ class ClusterJobConfig:
     inputs: tuple[str, ...] = ()
     output_dir: str = "outputs/cluster"
     n_clusters: int | None = None
+    k_selection: str | None = None
+    max_clusters: int | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -85,6 +95,13 @@ class ClusterJobConfig:
     def __post_init__(self) -> None:
         if self.n_clusters is not None and self.n_clusters < 2:
             raise ValueError(f"n_clusters must be >= 2 or None, got {self.n_clusters}")
+        if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
+            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
+        if self.max_clusters is not None and self.max_clusters < 2:
+            raise ValueError(f"max_clusters must be >= 2 or None, got {self.max_clusters}")
+        if None not in (self.n_clusters, self.max_clusters) and self.n_clusters > self.max_clusters:
+            raise ValueError(f"n_clusters={self.n_clusters} is larger than max_clusters={self.max_clusters}: "
+                             "give one of them")
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -296,16 +313,17 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
             "nmi": round(float(normalized_mutual_info_score(t, labels[known])), 6)}
 
 
-def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None):
+def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
+                   max_clusters: int | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection`` None keeps the estimator's default rule.
+    ``k_selection`` None keeps the estimator's default rule; ``max_clusters`` bounds the inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
     bad setting fails once at start-up instead of on every table.
     """
     from model import TabClustPFN
 
-    est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed)
+    est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed, max_clusters=max_clusters)
     if k_selection is not None:
         est.set_params(k_selection=k_selection)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
@@ -316,8 +334,8 @@ class TableClusterer:
     """Ray actor body: loads the model once in ``__init__``, then clusters one table per :meth:`run` call."""
 
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
-                 max_columns: int) -> None:
-        self._estimator = load_estimator(checkpoint, n_clusters, seed)
+                 max_columns: int, k_selection: str | None = None, max_clusters: int | None = None) -> None:
+        self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -340,7 +358,8 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
 
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
-    args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns)
+    args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
+            cfg.max_clusters)
     actors = [actor_cls.remote(*args) for _ in range(num_workers)]
     try:
         ray.get([a.ready.remote() for a in actors])
@@ -390,7 +409,7 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     cfg = dataclasses.replace(cfg, inputs=tuple(inputs), label_column=label_column)
     paths = discover_tables(cfg.inputs)
     names = table_names(paths)
-    check_checkpoint(cfg.checkpoint, cfg.n_clusters)
+    check_checkpoint(cfg.checkpoint, cfg.n_clusters, cfg.max_clusters)
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -418,7 +437,8 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     return summary
 
 
-def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None) -> Path:
+def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None, max_clusters: int | None = None
+                     ) -> Path:
     """Resolve the checkpoint (given, or the shipped one) and load it once, before any Ray work starts.
 
     Raises
@@ -426,8 +446,8 @@ def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None) -> P
     FileNotFoundError
         The file does not exist.
     ValueError
-        The file is not a usable checkpoint (``model.checkpoint.CheckpointError``), or ``n_clusters`` is outside
-        the checkpoint's 2..K_max.
+        The file is not a usable checkpoint (``model.checkpoint.CheckpointError``), or ``n_clusters`` or
+        ``max_clusters`` is outside the checkpoint's 2..K_max.
     """
     from model.checkpoint import load_checkpoint
     from model.estimator import default_checkpoint_path
@@ -441,6 +461,9 @@ def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None) -> P
     if n_clusters is not None and not 2 <= n_clusters <= net.cfg.k_max:
         raise ValueError(f"n_clusters={n_clusters} is outside 2..{net.cfg.k_max} (K_max of the checkpoint); "
                          "leave it out to let the model choose K")
+    if max_clusters is not None and not 2 <= max_clusters <= net.cfg.k_max:
+        raise ValueError(f"max_clusters={max_clusters} is outside 2..{net.cfg.k_max} (K_max of the checkpoint); "
+                         "leave it out to allow every K")
     return path
 
 
@@ -474,7 +497,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
         mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
                            "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
                            "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
-                           "max_columns": cfg.max_columns})
+                           "max_columns": cfg.max_columns, "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
+                           "max_clusters": cfg.max_clusters})
         busy = summary.attrs["clustering_seconds"]
         metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                    "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

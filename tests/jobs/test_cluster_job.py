@@ -99,6 +99,11 @@ def test_unusable_checkpoint_or_k_fails_before_any_table(job, tmp_path, tiny_che
     assert "broken.pt" in capsys.readouterr().err
     assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "11"]) == 1
     assert "n_clusters=11 is outside 2..10" in capsys.readouterr().err
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--max-clusters", "11"]) == 1
+    assert "max_clusters=11 is outside 2..10" in capsys.readouterr().err
+    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "4", "--max-clusters",
+                                                                           "3"]) == 1
+    assert "n_clusters=4 is larger than max_clusters=3" in capsys.readouterr().err
     assert not (tmp_path / "out" / "summary.csv").exists()
 
 
@@ -110,3 +115,20 @@ def test_readme_first_command_with_the_shipped_checkpoint(ray_local, job, tmp_pa
     assert code == 0, capsys.readouterr().out
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert (summary["status"] == "ok").all() and summary["ari"].notna().all()
+
+
+def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_uri, monkeypatch, capsys):
+    seen = {}
+
+    def fake_run_batch(cfg):
+        seen["cfg"] = cfg
+        raise RuntimeError("stopped after the config was built")
+
+    monkeypatch.setattr(job, "run_batch", fake_run_batch)
+    argv = _args(tmp_path, tiny_checkpoint, tracking_uri, tmp_path) + ["--k-selection", "posterior_mode",
+                                                                       "--max-clusters", "4"]
+    assert job.main(argv) == 1
+    assert "stopped after the config was built" in capsys.readouterr().err
+    assert seen["cfg"].k_selection == "posterior_mode" and seen["cfg"].max_clusters == 4
+    with pytest.raises(SystemExit):
+        job.parse_args(["--k-selection", "silhouette"])

@@ -11,6 +11,7 @@ import pytest
 from pipeline.batch_cluster import (
     ClusterJobConfig,
     TableError,
+    check_checkpoint,
     cluster_table,
     discover_tables,
     load_estimator,
@@ -135,6 +136,33 @@ def test_cluster_table_equals_a_fresh_estimator_with_the_same_seed(tmp_path, tin
     assert row["ari"] == pytest.approx(adjusted_rand_score(df["label"], fresh.labels_), abs=1e-6)
 
 
+def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpoint):
+    path = tmp_path / "t.csv"
+    _blobs().to_csv(path, index=False)
+    est = load_estimator(tiny_checkpoint, None, 0, k_selection="posterior_mode", max_clusters=2)
+    assert est.k_selection == "posterior_mode" and est.max_clusters == 2
+    row, out = cluster_table(est, path, "t", label_column="label")
+    assert row["status"] == "ok" and row["n_clusters"] == 2 and out["cluster"].between(0, 1).all()
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"k_selection": "silhouette"}, "unknown k_selection 'silhouette'"),
+        ({"max_clusters": 1}, "max_clusters must be >= 2"),
+        ({"n_clusters": 5, "max_clusters": 3}, "n_clusters=5 is larger than max_clusters=3"),
+    ],
+)
+def test_bad_k_settings_are_refused_by_the_config(params, match):
+    with pytest.raises(ValueError, match=match):
+        ClusterJobConfig(**params)
+
+
+def test_max_clusters_above_the_checkpoints_k_max_is_refused_before_any_work(tiny_checkpoint):
+    with pytest.raises(ValueError, match=r"max_clusters=11 is outside 2\.\.10"):
+        check_checkpoint(tiny_checkpoint, None, 11)
+
+
 @pytest.mark.slow
 def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_dir, tmp_path, tiny_checkpoint,
                                                              tracking_uri):
@@ -144,7 +172,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     (out_dir).mkdir()
     (out_dir / "wide.parquet").write_text("stale output of an earlier run")
     cfg = ClusterJobConfig(inputs=(str(table_dir),), output_dir=str(out_dir), label_column="label",
-                           checkpoint=tiny_checkpoint, num_workers=2, seed=3, max_columns=10,
+                           checkpoint=tiny_checkpoint, num_workers=2, seed=3, max_columns=10, max_clusters=3,
                            tracking_uri=tracking_uri, progress=False)
     summary = run_batch(cfg)
     on_disk = pd.read_csv(out_dir / "summary.csv")
@@ -162,6 +190,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
         assert len(out) == 60 and out["cluster"].between(0, k - 1).all()
         np.testing.assert_allclose(out[[f"prob_{j}" for j in range(k)]].sum(axis=1), 1.0, atol=1e-4)
     assert summary.set_index("table").loc[["good", "mixed"], "ari"].notna().all()
+    assert summary.set_index("table").loc[["good", "mixed"], "n_clusters"].le(3).all()  # max_clusters reached them
     assert summary.attrs["num_workers"] == 2 and summary.attrs["clustering_seconds"] > 0
 
     client = mlflow.MlflowClient(tracking_uri)
@@ -170,5 +199,6 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     m = runs[0].data.metrics
     assert m["tables_ok"] == 2 and m["tables_failed"] == len(BAD_REASONS)
     assert {"good.ari", "good.nmi", "good.n_clusters", "mixed.seconds"} <= set(m)
+    assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "expected_ari"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts
