@@ -10,9 +10,9 @@ of datasets), in one process, so it is the quick check of whether a new checkpoi
 ``--suite prior`` scores held-out tasks of the paper's prior (N 500-1000, both mechanisms; the validation seeds,
 which no training stream reaches): the set to choose between checkpoints on, since the synthetic and real suites
 are the test sets that the model card reports. It also compares every checkpoint with the first task by task
-(mean difference +- its standard error): use 400 tasks and the paired line, not the medians alone, to choose. ``--k-selection RULE`` (repeatable) scores the inferred K under
-each of the estimator's rules (default: its default rule only), e.g. ``--k-selection expected_ari
---k-selection posterior_mode``.
+(mean difference +- its standard error): use 400 tasks and the paired line, not the medians alone, to choose.
+``--k-selection RULE`` (repeatable) scores the inferred K under each of the estimator's rules (default: its
+default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mode``.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def paired_line(b: np.ndarray, a: np.ndarray, a_name: str) -> str:
     for j, label in enumerate(("K inferred", "true K")):
         d = b[:, j] - a[:, j]
         se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
-        parts.append(f"{label} {d.mean():+.4f} +- {se:.4f} (better on {(d > 1e-9).sum()}, worse on {(d < -1e-9).sum()})")
+        better, worse = int((d > 1e-9).sum()), int((d < -1e-9).sum())
+        parts.append(f"{label} {d.mean():+.4f} +- {se:.4f} (better on {better}, worse on {worse})")
     return f"vs {a_name}: " + "; ".join(parts)
 
 
