@@ -13,15 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from model.config import ModelConfig
-from model.network import InferenceOutput, TabClustNet, TrainOutput
 
 __all__ = ["ModelConfig", "TabClustNet", "InferenceOutput", "TrainOutput", "TabClustPFN"]
 
+#: Loaded on first use: the network pulls in torch (about a second) and the estimator scikit-learn and pandas, so
+#: that torch-free modules such as ``model.selection`` and ``model.config`` import without them (``--help`` and
+#: argument checks of the jobs stay instant).
+_LAZY = {"TabClustNet": "model.network", "InferenceOutput": "model.network", "TrainOutput": "model.network",
+         "TabClustPFN": "model.estimator"}
+
 
 def __getattr__(name: str) -> Any:
-    # The estimator pulls in scikit-learn and pandas; load it on first use only.
-    if name == "TabClustPFN":
-        from model.estimator import TabClustPFN
+    if name in _LAZY:
+        import importlib
 
-        return TabClustPFN
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'model' has no attribute {name!r}")
