@@ -36,11 +36,12 @@ class ContextState:
 @dataclass
 class TrainOutput:
     """logits: (B, N, K_max) at the true K (-inf beyond it); k_logits: (B, K_max-1) or None when CIN did not run;
-    eta: ordinal logits or None."""
+    eta: ordinal logits or None; surplus_logits: (B, N, K_max) at the ``surplus_k`` asked of ``forward``, or None."""
 
     logits: torch.Tensor
     k_logits: torch.Tensor | None
     eta: torch.Tensor | None = None
+    surplus_logits: torch.Tensor | None = None
 
 
 def candidate_k_mask(n_clusters: torch.Tensor, k_max: int) -> torch.Tensor:
@@ -142,13 +143,15 @@ class TabClustNet(nn.Module):
         return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta)
 
     def forward(self, X, row_mask, col_mask, cat_mask, ctx_mask=None, n_clusters=None, detach_cin: bool = True,
-                heads: Literal["both", "pin", "cin"] = "both"):
+                heads: Literal["both", "pin", "cin"] = "both", surplus_k: torch.Tensor | None = None):
         """Inference (``n_clusters`` None) -> :class:`InferenceOutput`; training -> :class:`TrainOutput`.
 
         In training mode PIN runs at the true K with gradients, and CIN reads PIN's partitions for every K; with
         ``detach_cin`` (the paper's decoupled optimisation) those partitions are computed without a graph, so CIN's
         loss cannot reach PIN. ``heads`` trains only one part: ``"pin"`` skips the K_max-1 candidate passes
         (most of a step's cost), ``"cin"`` runs PIN without a graph and trains CIN alone on its partitions.
+        ``surplus_k`` (B,): PIN also runs, with gradients, at these K (e.g. more clusters than the true K), in the
+        same decoder pass as the true K; the logits come back as ``surplus_logits``.
         Training goes through ``forward`` so that DistributedDataParallel sees the call.
         """
         if n_clusters is None:
@@ -156,6 +159,8 @@ class TabClustNet(nn.Module):
         if heads not in ("both", "pin", "cin"):
             raise ValueError(f"heads must be 'both', 'pin' or 'cin', got {heads!r}")
         if heads == "cin":
+            if surplus_k is not None:
+                raise ValueError("surplus_k trains PIN: it cannot be combined with heads='cin'")
             with torch.no_grad():
                 R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
                 probs = self.all_partitions(R, row_mask, ctx_mask)
@@ -166,13 +171,19 @@ class TabClustNet(nn.Module):
             logits = torch.log(true_k.clamp(min=1e-30)).masked_fill(~k_mask[:, None, :], float("-inf"))
             return TrainOutput(logits=logits, k_logits=k_logits, eta=eta)
         R = self.encode(X, row_mask, col_mask, cat_mask, ctx_mask)
-        logits = self.partition_logits(R, row_mask, n_clusters, ctx_mask)
+        surplus = None
+        if surplus_k is None:
+            logits = self.partition_logits(R, row_mask, n_clusters, ctx_mask)
+        else:  # one decoder pass over both K: (2B, ...) then split
+            two = lambda t: None if t is None else torch.cat([t, t])  # noqa: E731
+            both = self.partition_logits(two(R), two(row_mask), torch.cat([n_clusters, surplus_k]), two(ctx_mask))
+            logits, surplus = both.split(R.shape[0])
         if heads == "pin":
-            return TrainOutput(logits=logits, k_logits=None, eta=None)
+            return TrainOutput(logits=logits, k_logits=None, eta=None, surplus_logits=surplus)
         if detach_cin:
             with torch.no_grad():
                 probs = self.all_partitions(R.detach(), row_mask, ctx_mask)
         else:
             probs = self.all_partitions(R, row_mask, ctx_mask)
         k_logits, eta = self.cardinality(probs, row_mask, ctx_mask)
-        return TrainOutput(logits=logits, k_logits=k_logits, eta=eta)
+        return TrainOutput(logits=logits, k_logits=k_logits, eta=eta, surplus_logits=surplus)
