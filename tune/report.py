@@ -31,6 +31,7 @@ COLUMNS: dict[str, str] = {
 CORE = ("syn_ari", "syn_nmi", "syn_k_mae", "syn_ari_known_k", "real_ari", "real_nmi", "real_k_mae",
         "real_ari_known_k", "ms_per_step")
 EXTRA = {"prior": ("syn_ari_gmm", "syn_ari_zeus"), "cin-loss": ("syn_k_medae", "real_k_medae"),
+         "surplus-k": ("syn_k_medae", "real_k_medae"),
          "hparams": ("val_ari",)}
 
 
