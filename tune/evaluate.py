@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -78,6 +78,14 @@ def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
 
     A dataset that fails is logged and left out; ``real_datasets`` counts those scored.
     """
+    return summarize_real(real_rows(checkpoint, datasets, seed, k_selection))
+
+
+def real_rows(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
+              k_selection: str | None = None) -> list[dict[str, Any]]:
+    """One row per dataset scored (``name``, ``ari``, ``nmi``, ``k_pred``, ``k_err``, ``ari_known_k``): what
+    :func:`evaluate_real` summarises, kept per dataset for comparing checkpoints table by table. A dataset that
+    fails is logged and has no row."""
     from pipeline.evaluation.methods import MethodSpec, run_method
     from pipeline.evaluation.metrics import clustering_scores
 
@@ -91,8 +99,14 @@ def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
         except Exception as exc:  # one bad dataset must not lose the trial's other scores
             logger.warning("real dataset %s failed: %s", ds.name, exc)
             continue
-        rows.append({**clustering_scores(ds.y, out["labels"]), "k_err": abs(out["k_pred"] - ds.n_clusters),
+        rows.append({"name": ds.name, **clustering_scores(ds.y, out["labels"]), "k_pred": int(out["k_pred"]),
+                     "k_err": abs(out["k_pred"] - ds.n_clusters),
                      "ari_known_k": clustering_scores(ds.y, given["labels"])["ari"]})
+    return rows
+
+
+def summarize_real(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Rows of :func:`real_rows` -> the medians and K errors of :func:`evaluate_real`."""
     if not rows:
         return {"real_datasets": 0.0}
     k_err = np.array([r["k_err"] for r in rows], dtype=float)

@@ -14,7 +14,8 @@ from model.checkpoint import save_checkpoint
 from model.selection import DEFAULT_K_SELECTION
 from pipeline.config import train_preset
 from pipeline.validation import Validator
-from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic
+from tune.evaluate import (evaluate_real, fixed_synthetic_tasks, real_rows, score_tasks, summarize_real,
+                           summarize_synthetic)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,13 @@ def test_real_suite_scores_are_medians_over_the_datasets(tiny_net, tmp_path):
     out = evaluate_real(path, datasets)
     assert out["real_datasets"] == 2
     assert -1 <= out["real_ari"] <= 1 and 0 <= out["real_nmi"] <= 1 and out["real_k_mae"] >= 0
+    rows = real_rows(path, datasets)
+    assert [r["name"] for r in rows] == ["iris", "wine"]
+    assert out == summarize_real(rows)
+    assert out["real_ari"] == pytest.approx(np.median([r["ari"] for r in rows]))
+    assert out["real_ari_known_k"] == pytest.approx(np.median([r["ari_known_k"] for r in rows]))
+    assert [r["k_err"] for r in rows] == [abs(r["k_pred"] - d.n_clusters) for r, d in zip(rows, datasets)]
+    assert summarize_real([]) == {"real_datasets": 0.0}
 
 
 def test_real_known_k_score_clusters_with_the_true_k(tiny_net, tmp_path):
@@ -85,3 +93,21 @@ def test_real_known_k_score_clusters_with_the_true_k(tiny_net, tmp_path):
     given = TabClustPFN(iris.n_clusters, checkpoint=path, random_state=0).fit(iris.features)
     assert given.n_clusters_ == iris.n_clusters == 3
     assert out["real_ari_known_k"] == pytest.approx(adjusted_rand_score(iris.y, given.labels_))
+
+
+def test_checkpoint_comparison_pairs_the_suite_tables(tiny_net, tmp_path, capsys):
+    from benchmarks.compare_checkpoints import compare_on_suite
+    from pipeline.evaluation.suites import real_suite
+
+    path = str(save_checkpoint(tmp_path / "tiny.pt", tiny_net, {}))
+    datasets = real_suite(names=["iris", "wine"])
+    compare_on_suite("real", datasets, [path, path], [None, "posterior_mode"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "real (2 datasets)"
+    rows = real_rows(path, datasets)
+    means = np.mean([[r["ari"], r["ari_known_k"]] for r in rows], axis=0)
+    assert f"(means {means[0]:.3f} / {means[1]:.3f})" in lines[1]
+    paired = [line.strip() for line in lines if line.strip().startswith("vs ")]
+    assert len(paired) == 3  # every (checkpoint, rule) after the first
+    assert paired[1] == (f"vs {path}: K inferred +0.0000 +- 0.0000 (better on 0, worse on 0); "
+                         "true K +0.0000 +- 0.0000 (better on 0, worse on 0)")  # the same checkpoint and rule
