@@ -31,7 +31,8 @@ from model.checkpoint import load_checkpoint  # noqa: E402
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.suites import real_suite, synthetic_suite  # noqa: E402
-from tune.evaluate import fixed_synthetic_tasks, real_rows, score_tasks, summarize_real, summarize_synthetic  # noqa: E402
+from tune.evaluate import (fixed_synthetic_tasks, real_rows, score_tasks, summarize_real,  # noqa: E402
+                           summarize_synthetic)
 
 SHOWN = {"real_ari": "ARI", "real_ari_known_k": "ARI known K", "real_k_medae": "k-MedAE"}
 

@@ -84,15 +84,16 @@ def compute_losses(net: nn.Module, batch: dict[str, torch.Tensor], objective: Ob
     """
     heads = objective.heads
     k_true = batch["n_clusters"]
+    surplus_on = objective.surplus_k_weight > 0 and heads != "cin"
     surplus_k = None
-    if objective.surplus_k_weight > 0 and heads != "cin" and step >= objective.warmup_matching_steps:
+    if surplus_on and step >= objective.warmup_matching_steps:
         surplus_k = draw_surplus_k(k_true, getattr(net, "module", net).cfg.k_max, step)
     out = net(batch["X"], batch["row_mask"], batch["col_mask"], batch["cat_mask"],
               n_clusters=k_true, detach_cin=objective.coupling == "decoupled", heads=heads, surplus_k=surplus_k)
     labels, row_mask = batch["y"], batch["row_mask"]
     with full_precision(out.logits):  # contingency sums over N rows lose too much in bf16
         result = _losses(out, labels, row_mask, k_true, heads, objective, step)
-        if objective.surplus_k_weight > 0 and heads != "cin":
+        if surplus_on:
             surplus = _surplus_soft_ari(out, surplus_k, k_true, labels, row_mask)
             result["loss"] = result["loss"] - objective.pin_weight * objective.surplus_k_weight * surplus
             result["surplus_soft_ari"] = surplus.detach()
@@ -104,12 +105,12 @@ def draw_surplus_k(k_true: torch.Tensor, k_max: int, step: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(0x5EED + step)
     u = torch.rand(k_true.shape[0], generator=gen).to(k_true.device)
     span = (k_max - k_true).clamp(min=0)
-    return torch.minimum(k_true + 1 + (u * span).long(), torch.full_like(k_true, k_max))
+    return (k_true + 1 + (u * span).long()).clamp(max=k_max)
 
 
 def _surplus_soft_ari(out, surplus_k, k_true, labels, row_mask) -> torch.Tensor:
     """Mean SoftARI at the surplus K over the tasks that have one (0, without a graph, before the warm-up ends)."""
-    if surplus_k is None or out.surplus_logits is None:
+    if out.surplus_logits is None:
         return out.logits.new_zeros((), dtype=torch.float32)
     has = (surplus_k > k_true).float()
     scores = losses.soft_ari(torch.softmax(out.surplus_logits.float(), dim=-1), labels, row_mask)
