@@ -53,6 +53,28 @@ def main() -> None:
         compare_on_suite(name, suites[name](), args.checkpoints, args.k_selection or [None])
 
 
+def compare_on_prior(checkpoints: list[str], n_tasks: int, rules: list) -> None:
+    """Median and mean ARI with K inferred / the true K and the mean |K^ - K| on held-out tasks of the paper's
+    prior; every later (checkpoint, rule) is also compared with the first, task by task (the same tasks)."""
+    tasks = fixed_synthetic_tasks(StreamConfig(), n_tasks)
+    print(f"prior ({n_tasks} held-out tasks, N 500-1000)")
+    first: tuple[str, np.ndarray] | None = None
+    for ckpt in checkpoints:
+        net = load_checkpoint(ckpt)[0]
+        for rule in rules:
+            scores = score_tasks(net, tasks, rule=rule or DEFAULT_K_SELECTION)
+            s = summarize_synthetic(scores)
+            per_task = np.array([[x["ari"], x["ari_known_k"]] for x in scores])
+            name = ckpt if rule is None else f"{ckpt} [{rule}]"
+            print(f"  {name:48s} ARI {s['syn_ari']:.3f}  ARI known K {s['syn_ari_known_k']:.3f}  "
+                  f"k-MAE {s['syn_k_mae']:.2f}  (GMM {s['syn_ari_gmm']:.3f}, ZEUS {s['syn_ari_zeus']:.3f}; "
+                  f"means {per_task[:, 0].mean():.3f} / {per_task[:, 1].mean():.3f})", flush=True)
+            if first is None:
+                first = (name, per_task)
+                continue
+            print("    " + paired_line(per_task, first[1], first[0]), flush=True)
+
+
 def compare_on_suite(suite: str, datasets: list, checkpoints: list[str], rules: list) -> None:
     """Medians on a suite, the mean ARIs, and every later (checkpoint, rule) against the first, table by table
     (on the tables both scored): with 22 or 49 tables a median can move by 0.05-0.09 while the paired mean moves by

@@ -111,3 +111,17 @@ def test_checkpoint_comparison_pairs_the_suite_tables(tiny_net, tmp_path, capsys
     assert len(paired) == 3  # every (checkpoint, rule) after the first
     assert paired[1] == (f"vs {path}: K inferred +0.0000 +- 0.0000 (better on 0, worse on 0); "
                          "true K +0.0000 +- 0.0000 (better on 0, worse on 0)")  # the same checkpoint and rule
+
+
+def test_checkpoint_comparison_on_prior_tasks_pairs_them(tiny_net, tmp_path, capsys):
+    from benchmarks.compare_checkpoints import compare_on_prior
+    from pipeline.config import StreamConfig
+
+    path = str(save_checkpoint(tmp_path / "tiny.pt", tiny_net, {}))
+    compare_on_prior([path, path], 3, [None])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "prior (3 held-out tasks, N 500-1000)"
+    scores = score_tasks(tiny_net, fixed_synthetic_tasks(StreamConfig(), 3))
+    assert f"ARI {np.median([s['ari'] for s in scores]):.3f}" in lines[1]
+    assert lines[-1].strip() == (f"vs {path}: K inferred +0.0000 +- 0.0000 (better on 0, worse on 0); "
+                                 "true K +0.0000 +- 0.0000 (better on 0, worse on 0)")
