@@ -14,7 +14,9 @@ which no training stream reaches): the set to choose between checkpoints on, sin
 are the test sets that the model card reports. It also compares every checkpoint with the first task by task
 (mean difference +- its standard error): use 400 tasks and the paired line, not the medians alone, to choose.
 ``--k-selection RULE`` (repeatable) scores the inferred K under each of the estimator's rules (default: its
-default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mode``.
+default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mode``; ``--n-estimators M``
+(repeatable) each number of column orderings (default: the estimator's), e.g. ``--n-estimators 1
+--n-estimators 4``: every (rule, M) of every checkpoint is paired with the first.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from model.checkpoint import load_checkpoint  # noqa: E402
+from model.ensemble import DEFAULT_N_ESTIMATORS  # noqa: E402
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.suites import real_suite, synthetic_suite  # noqa: E402
@@ -44,28 +47,36 @@ def main() -> None:
                    help="default: synthetic and real")
     p.add_argument("--prior-tasks", type=int, default=200, help="held-out prior tasks of --suite prior")
     p.add_argument("--k-selection", choices=K_SELECTIONS, action="append", help="default: the estimator's")
+    p.add_argument("--n-estimators", type=int, action="append", help="column orderings; default: the estimator's")
     args = p.parse_args()
+    variants = [(rule, m) for rule in args.k_selection or [None] for m in args.n_estimators or [None]]
     suites = {"synthetic": synthetic_suite, "real": real_suite}
     for name in args.suite or ["synthetic", "real"]:
         if name == "prior":
-            compare_on_prior(args.checkpoints, args.prior_tasks, args.k_selection or [None])
+            compare_on_prior(args.checkpoints, args.prior_tasks, variants)
             continue
-        compare_on_suite(name, suites[name](), args.checkpoints, args.k_selection or [None])
+        compare_on_suite(name, suites[name](), args.checkpoints, variants)
 
 
-def compare_on_prior(checkpoints: list[str], n_tasks: int, rules: list) -> None:
+def variant_name(ckpt: str, rule: str | None, n_estimators: int | None) -> str:
+    tags = [t for t in (rule, None if n_estimators is None else f"n_estimators={n_estimators}") if t]
+    return ckpt if not tags else f"{ckpt} [{', '.join(tags)}]"
+
+
+def compare_on_prior(checkpoints: list[str], n_tasks: int, variants: list[tuple]) -> None:
     """Median and mean ARI with K inferred / the true K and the mean |K^ - K| on held-out tasks of the paper's
-    prior; every later (checkpoint, rule) is also compared with the first, task by task (the same tasks)."""
+    prior; every later (checkpoint, rule, column orderings) is also compared with the first, task by task (the
+    same tasks). ``variants``: (K rule, orderings) pairs, None for the estimator's default."""
     tasks = fixed_synthetic_tasks(StreamConfig(), n_tasks)
     print(f"prior ({n_tasks} held-out tasks, N 500-1000)")
     first: tuple[str, np.ndarray] | None = None
     for ckpt in checkpoints:
         net = load_checkpoint(ckpt)[0]
-        for rule in rules:
-            scores = score_tasks(net, tasks, rule=rule or DEFAULT_K_SELECTION)
+        for rule, m in variants:
+            scores = score_tasks(net, tasks, rule=rule or DEFAULT_K_SELECTION, n_estimators=m or DEFAULT_N_ESTIMATORS)
             s = summarize_synthetic(scores)
             per_task = np.array([[x["ari"], x["ari_known_k"]] for x in scores])
-            name = ckpt if rule is None else f"{ckpt} [{rule}]"
+            name = variant_name(ckpt, rule, m)
             print(f"  {name:48s} ARI {s['syn_ari']:.3f}  ARI known K {s['syn_ari_known_k']:.3f}  "
                   f"k-MAE {s['syn_k_mae']:.2f}  (GMM {s['syn_ari_gmm']:.3f}, ZEUS {s['syn_ari_zeus']:.3f}; "
                   f"means {per_task[:, 0].mean():.3f} / {per_task[:, 1].mean():.3f})", flush=True)
@@ -75,18 +86,18 @@ def compare_on_prior(checkpoints: list[str], n_tasks: int, rules: list) -> None:
             print("    " + paired_line(per_task, first[1], first[0]), flush=True)
 
 
-def compare_on_suite(suite: str, datasets: list, checkpoints: list[str], rules: list) -> None:
-    """Medians on a suite, the mean ARIs, and every later (checkpoint, rule) against the first, table by table
-    (on the tables both scored): with 22 or 49 tables a median can move by 0.05-0.09 while the paired mean moves by
-    a hundredth."""
+def compare_on_suite(suite: str, datasets: list, checkpoints: list[str], variants: list[tuple]) -> None:
+    """Medians on a suite, the mean ARIs, and every later (checkpoint, rule, column orderings) against the first,
+    table by table (on the tables both scored): with 22 or 49 tables a median can move by 0.05-0.09 while the
+    paired mean moves by a hundredth."""
     print(f"{suite} ({len(datasets)} datasets)")
     first: tuple[str, dict] | None = None
     for ckpt in checkpoints:
-        for rule in rules:
-            rows = real_rows(ckpt, datasets, k_selection=rule)
+        for rule, m in variants:
+            rows = real_rows(ckpt, datasets, k_selection=rule, n_estimators=m)
             s = summarize_real(rows)
             scored = f" ({int(s['real_datasets'])} scored)" if s["real_datasets"] < len(datasets) else ""
-            name = ckpt if rule is None else f"{ckpt} [{rule}]"
+            name = variant_name(ckpt, rule, m)
             by_name = {r["name"]: (r["ari"], r["ari_known_k"]) for r in rows}
             means = np.array(list(by_name.values())).mean(0) if rows else (float("nan"),) * 2
             print(f"  {name:48s} " + "  ".join(f"{label} {s[k]:.3f}" for k, label in SHOWN.items() if k in s)

@@ -34,6 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="how K is inferred: expected_ari (default) or posterior_mode (the paper's rule; better for "
                         "tables likely to hold 2 classes)")
     p.add_argument("--max-clusters", type=int, default=None, help="largest K to infer for any table (default: 10)")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="column orderings averaged per table (default: the estimator's, 4; 1 is fastest)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = ClusterJobConfig(inputs=tuple(args.inputs), output_dir=args.output, n_clusters=args.n_clusters,
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
+                               n_estimators=args.n_estimators,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)

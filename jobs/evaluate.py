@@ -34,6 +34,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--k-selection", choices=K_SELECTIONS, default=None,
                    help="TabClustPFN's rule for choosing K (default: the estimator's, expected_ari)")
+    p.add_argument("--n-estimators", type=int, default=None,
+                   help="TabClustPFN's column orderings averaged per table (default: the estimator's, 4; 1 is the "
+                        "paper's single pass)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets, 6 methods, "
                                                         "16 calibration datasets")
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = EvalConfig(suites=suites, data_dir=args.data, benchmarks_dir=args.benchmarks_dir,
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
-                         k_selection=args.k_selection, output_dir=args.output, quick=args.quick,
+                         k_selection=args.k_selection, n_estimators=args.n_estimators, output_dir=args.output,
+                         quick=args.quick,
                          calibration_size=args.calibration_size,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,
                          tracking_uri=args.tracking_uri, progress=not args.no_progress)

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from model.checkpoint import load_checkpoint, weights_sha256
+from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS, select_k
@@ -68,6 +69,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Largest K the model may choose when ``n_clusters=None``, in 2..K_max of the checkpoint; None allows up to
         K_max. For tables known to hold few groups (the model tends to split tables whose classes are not
         separate clusters into too many). Must be at least ``n_clusters`` when both are given.
+    n_estimators : int, default=4
+        Orderings of the columns the table is clustered in (:mod:`model.ensemble`): their partitions, clusters
+        matched, and their posteriors over K are averaged. The network is not invariant to the column order, and
+        each ordering errs differently: on held-out prior tasks 4 orderings raised the median ARI from 0.55 to
+        0.67 over one, 8 to 0.69. The cost grows about linearly; 1 is the single pass of the paper. Tables with
+        fewer orderings than that (D! < n_estimators) use all of theirs. The orderings are fixed for a given
+        number of columns, so the result does not depend on ``random_state``.
 
     Attributes
     ----------
@@ -78,11 +86,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
         Soft assignment of each row; column j is cluster j of ``labels_``.
     k_posterior_ : dict[int, float]
-        Posterior probability of each K = 2..K_max (sums to 1); computed even when ``n_clusters`` is given.
+        Posterior probability of each K = 2..K_max (sums to 1; the average over the orderings); computed even
+        when ``n_clusters`` is given.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI, under the
         posterior renormalised over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed
         even when ``n_clusters`` is given.
+    n_estimators_ : int
+        Column orderings used (``n_estimators``, or all D! orderings of a table with fewer).
     context_indices_ : ndarray of int64
         Rows of ``X`` used as the context (all rows when n_samples <= n_context).
     preprocessor_ : TablePreprocessor
@@ -131,10 +142,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "batch_rows": [Interval(Integral, 1, None, closed="left")],
         "k_selection": [StrOptions(set(K_SELECTIONS))],
         "max_clusters": [Interval(Integral, None, None, closed="neither"), None],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION, max_clusters=None):
+                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION, max_clusters=None,
+                 n_estimators=DEFAULT_N_ESTIMATORS):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -143,6 +156,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.batch_rows = batch_rows
         self.k_selection = k_selection
         self.max_clusters = max_clusters
+        self.n_estimators = n_estimators
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -206,9 +220,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
-        probs_all, posterior, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
+        orders = column_orderings(Z.shape[1], self.n_estimators)
+        member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device, orders)
+        probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
         k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
+        self._orders, self._perms = orders, perms[:, k - 2, :k]
         P = np.empty((n, k), np.float64)
         P[ctx] = probs_all[k - 2, :, :k]
         if n > len(ctx):
@@ -225,6 +242,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.n_clusters_ = k
         self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
         self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
+        self.n_estimators_ = len(orders)
         self.context_indices_ = ctx
         self.preprocessor_ = pre
         self._context_X, self._cat_mask = Z[ctx], cat_mask
@@ -294,50 +312,60 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             cache[key] = (net, weights_sha256(net.state_dict()))
         return cache[key]
 
-    @staticmethod
-    def _batch(X_ctx: np.ndarray, X_rows: np.ndarray | None, cat_mask: np.ndarray, device: torch.device):
-        """Context rows (+ non-context rows) -> the model's batch tensors with B = 1."""
+    def _batch(self, X_ctx: np.ndarray, X_rows: np.ndarray | None, cat_mask: np.ndarray, device: torch.device,
+               ordered: bool = True):
+        """Context rows (+ non-context rows) -> the model's batch tensors, one table per column ordering
+        (B = M, the same rows in every member; ``ordered=False``: the table as it is, B = 1)."""
         X = X_ctx if X_rows is None else np.concatenate([X_ctx, X_rows])
-        n, d = X.shape
-        ctx_mask = torch.zeros(1, n, dtype=torch.bool, device=device)
+        orders = self._orders if ordered else np.arange(X.shape[1])[None]
+        m, (n, d) = len(orders), X.shape
+        ctx_mask = torch.zeros(m, n, dtype=torch.bool, device=device)
         ctx_mask[:, : len(X_ctx)] = True
-        return (torch.as_tensor(X, dtype=torch.float32, device=device)[None],
-                torch.ones(1, n, dtype=torch.bool, device=device),
-                torch.ones(1, d, dtype=torch.bool, device=device),
-                torch.as_tensor(cat_mask, device=device)[None], ctx_mask)
+        return (torch.as_tensor(np.stack([X[:, o] for o in orders]), dtype=torch.float32, device=device),
+                torch.ones(m, n, dtype=torch.bool, device=device),
+                torch.ones(m, d, dtype=torch.bool, device=device),
+                torch.as_tensor(np.stack([cat_mask[o] for o in orders]), device=device), ctx_mask)
 
-    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray, tuple | None]:
-        """All K on the context -> probs (K_max-1, n_ctx, K_max), the posterior over K = 2..K_max, and the
-        context's encoding for :meth:`_assign` (None for networks that re-encode the context per chunk)."""
-        X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
+    def _infer_context(self, net, X_ctx, cat_mask, device, orders) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+        """All K on the context in every column ordering -> each member's probs (M, K_max-1, n_ctx, K_max) and
+        posterior over K = 2..K_max (M, K_max-1), and the context's encoding for :meth:`_assign` (None for
+        networks that re-encode the context per chunk)."""
+        self._orders = orders
         encoded = None
         with torch.inference_mode():
-            if net.assigns_from_context:
-                out, encoded = net.infer_context(X, row_mask, col_mask, cat)
+            if net.assigns_from_context:  # the column embedding once, then every ordering
+                X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device, ordered=False)
+                out, encoded = net.infer_context(X, row_mask, col_mask, cat,
+                                                 torch.as_tensor(orders, device=device))
             else:
+                X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
                 out = net.infer(X, row_mask, col_mask, cat)
-            posterior = torch.softmax(out.k_logits[0].double(), dim=-1)
-        return out.probs[0].double().cpu().numpy(), posterior.cpu().numpy(), encoded
+            posterior = torch.softmax(out.k_logits.double(), dim=-1)
+        return out.probs.double().cpu().numpy(), posterior.cpu().numpy(), encoded
 
     def _assign(self, net, X_ctx, X_rows, cat_mask, k: int, device, encoded: tuple | None = None) -> np.ndarray:
-        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass; ``encoded``:
-        the context's encoding from :meth:`_infer_context` on the same ``X_ctx``, when at hand."""
+        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass, every member's
+        clusters matched to the first's (``self._perms``) and averaged; ``encoded``: the context's encoding from
+        :meth:`_infer_context` on the same ``X_ctx``, when at hand."""
         out = np.empty((len(X_rows), k), np.float64)
         n_ctx = len(X_ctx)
-        n_clusters = torch.tensor([k], device=device)
+        n_clusters = torch.full((len(self._orders),), k, device=device)
+
+        def matched(logits: torch.Tensor) -> np.ndarray:  # (M, rows, >= k) -> (rows, k)
+            return average_matched(torch.softmax(logits[..., :k].double(), dim=-1).cpu().numpy(), self._perms)
+
         with torch.inference_mode():
             if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only
                 state = net.context_state(*self._batch(X_ctx, None, cat_mask, device)[:4], n_clusters, encoded)
                 for start in range(0, len(X_rows), self.batch_rows):
                     chunk = X_rows[start : start + self.batch_rows]
                     X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device)
-                    logits = net.assign_rows(state, X, row_mask, col_mask, cat)[0, :, :k]
-                    out[start : start + len(chunk)] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+                    out[start : start + len(chunk)] = matched(net.assign_rows(state, X, row_mask, col_mask, cat))
                 return out
             for start in range(0, len(X_rows), self.batch_rows):
                 chunk = X_rows[start : start + self.batch_rows]
                 X, row_mask, col_mask, cat, ctx_mask = self._batch(X_ctx, chunk, cat_mask, device)
                 R = net.encode(X, row_mask, col_mask, cat, ctx_mask)
-                logits = net.partition_logits(R, row_mask, n_clusters, ctx_mask)[0, n_ctx:, :k]
-                out[start : start + len(chunk)] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+                out[start : start + len(chunk)] = matched(net.partition_logits(R, row_mask, n_clusters, ctx_mask)
+                                                          [:, n_ctx:])
         return out

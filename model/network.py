@@ -100,11 +100,17 @@ class TabClustNet(nn.Module):
         (decoders whose non-context rows read only the prototypes: the iterative decoder)."""
         return hasattr(self.decoder, "prototype_states")
 
-    def infer_context(self, X, row_mask, col_mask, cat_mask) -> tuple[InferenceOutput, tuple]:
+    def infer_context(self, X, row_mask, col_mask, cat_mask, orders: torch.Tensor | None = None
+                      ) -> tuple[InferenceOutput, tuple]:
         """:meth:`infer` on a context (every valid row of X is context), plus its encoding ``(R, EncoderContext)``
-        for :meth:`context_state`, so that assigning other rows afterwards does not encode the context again."""
+        for :meth:`context_state`, so that assigning other rows afterwards does not encode the context again.
+        ``orders`` (M, D): X is one table (B = 1), inferred in each ordering of its columns (B = M in the outputs,
+        as for the batch of ``X[:, :, order]``), its column embedding computed once
+        (:meth:`Encoder.encode_context`)."""
         X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
-        R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask)
+        R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask, orders)
+        if orders is not None:
+            row_mask = row_mask.expand(orders.shape[0], -1)
         probs = self.all_partitions(R, row_mask)
         k_logits, eta = self.cardinality(probs, row_mask)
         return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta), (R, encoder)

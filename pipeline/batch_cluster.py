@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,9 @@ class ClusterJobConfig:
     max_clusters : int, optional
         Largest K the model may infer for any table (``TabClustPFN(max_clusters=...)``); None: the checkpoint's
         K_max.
+    n_estimators : int, optional
+        Column orderings averaged per table (``TabClustPFN(n_estimators=...)``); None keeps the estimator's
+        default.
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -83,6 +87,7 @@ class ClusterJobConfig:
     n_clusters: int | None = None
     k_selection: str | None = None
     max_clusters: int | None = None
+    n_estimators: int | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -102,6 +107,8 @@ class ClusterJobConfig:
         if None not in (self.n_clusters, self.max_clusters) and self.n_clusters > self.max_clusters:
             raise ValueError(f"n_clusters={self.n_clusters} is larger than max_clusters={self.max_clusters}: "
                              "give one of them")
+        if self.n_estimators is not None and self.n_estimators < 1:
+            raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -314,9 +321,10 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 
 
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
-                   max_clusters: int | None = None):
+                   max_clusters: int | None = None, n_estimators: int | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection`` None keeps the estimator's default rule; ``max_clusters`` bounds the inferred K.
+    ``k_selection`` and ``n_estimators`` None keep the estimator's defaults; ``max_clusters`` bounds the
+    inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
     bad setting fails once at start-up instead of on every table.
@@ -326,6 +334,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
     est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed, max_clusters=max_clusters)
     if k_selection is not None:
         est.set_params(k_selection=k_selection)
+    if n_estimators is not None:
+        est.set_params(n_estimators=n_estimators)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 
@@ -334,8 +344,9 @@ class TableClusterer:
     """Ray actor body: loads the model once in ``__init__``, then clusters one table per :meth:`run` call."""
 
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
-                 max_columns: int, k_selection: str | None = None, max_clusters: int | None = None) -> None:
-        self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters)
+                 max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
+                 n_estimators: int | None = None) -> None:
+        self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -359,7 +370,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
-            cfg.max_clusters)
+            cfg.max_clusters, cfg.n_estimators)
     actors = [actor_cls.remote(*args) for _ in range(num_workers)]
     try:
         ray.get([a.ready.remote() for a in actors])
@@ -498,7 +509,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                            "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
                            "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
                            "max_columns": cfg.max_columns, "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
-                           "max_clusters": cfg.max_clusters})
+                           "max_clusters": cfg.max_clusters,
+                           "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS})
         busy = summary.attrs["clustering_seconds"]
         metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                    "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from model.batching import collate, to_torch
+from model.ensemble import column_orderings, combine_members
 from model.selection import DEFAULT_K_SELECTION, KSelection
 from pipeline.config import StreamConfig
 from pipeline.validation import make_validation_tasks, task_scores
@@ -35,10 +36,13 @@ def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDatas
 
 @torch.no_grad()
 def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int = 8,
-                rule: KSelection = DEFAULT_K_SELECTION) -> list[dict[str, float | str]]:
+                rule: KSelection = DEFAULT_K_SELECTION, n_estimators: int = 1) -> list[dict[str, float | str]]:
     """Per-task scores of ``net`` (on CPU, eval mode) with each task's ``mechanism``, in the order of ``tasks``;
-    ``rule``: how K is inferred (``model.selection``)."""
+    ``rule``: how K is inferred (``model.selection``); ``n_estimators``: column orderings averaged per task as
+    ``TabClustPFN(n_estimators=)`` does (:mod:`model.ensemble`; 1: the single pass that training validates)."""
     net.eval()
+    if n_estimators > 1:
+        return [_ensemble_scores(net, t, rule, n_estimators) for t in tasks]
     order = sorted(range(len(tasks)), key=lambda i: (tasks[i].X.shape[0], tasks[i].X.shape[1]))
     scores: dict[int, dict] = {}
     for start in range(0, len(order), chunk):
@@ -52,6 +56,22 @@ def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int 
             s = task_scores(probs[b, :, :n], k_logits[b], batch["y"][b, :n], int(batch["n_clusters"][b]), rule)
             scores[i] = {**s, "mechanism": str(tasks[i].meta.get("mechanism"))}
     return [scores[i] for i in range(len(tasks))]
+
+
+def _ensemble_scores(net: torch.nn.Module, task: PriorDataset, rule: KSelection, n_estimators: int) -> dict:
+    """One task's scores with its columns in ``n_estimators`` orderings, the members combined."""
+    n, d = task.X.shape
+    orders = column_orderings(d, n_estimators)
+    cat = np.zeros(d, dtype=bool)
+    cat[list(task.categorical)] = True
+    m = len(orders)
+    out = net.infer(torch.as_tensor(np.stack([task.X[:, o] for o in orders]), dtype=torch.float32),
+                    torch.ones(m, n, dtype=torch.bool), torch.ones(m, d, dtype=torch.bool),
+                    torch.as_tensor(np.stack([cat[o] for o in orders])))
+    posteriors = torch.softmax(out.k_logits.double(), dim=-1).numpy()
+    probs, posterior, _ = combine_members(out.probs.double().numpy(), posteriors)
+    scores = task_scores(probs, np.log(np.maximum(posterior, 1e-300)), task.y, int(task.n_clusters), rule)
+    return {**scores, "mechanism": str(task.meta.get("mechanism"))}
 
 
 def summarize_synthetic(scores: Sequence[dict]) -> dict[str, float]:
@@ -71,18 +91,18 @@ def summarize_synthetic(scores: Sequence[dict]) -> dict[str, float]:
 
 
 def evaluate_real(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
-                  k_selection: str | None = None) -> dict[str, float]:
+                  k_selection: str | None = None, n_estimators: int | None = None) -> dict[str, float]:
     """Cluster each real dataset with the checkpoint, K inferred and K given -> median ARI/NMI at the inferred K,
     mean/median K error, median ARI at the true K (``real_ari_known_k``). ``k_selection``: the estimator's rule
     for K (None: its default).
 
     A dataset that fails is logged and left out; ``real_datasets`` counts those scored.
     """
-    return summarize_real(real_rows(checkpoint, datasets, seed, k_selection))
+    return summarize_real(real_rows(checkpoint, datasets, seed, k_selection, n_estimators))
 
 
 def real_rows(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
-              k_selection: str | None = None) -> list[dict[str, Any]]:
+              k_selection: str | None = None, n_estimators: int | None = None) -> list[dict[str, Any]]:
     """One row per dataset scored (``name``, ``ari``, ``nmi``, ``k_pred``, ``k_err``, ``ari_known_k``): what
     :func:`evaluate_real` summarises, kept per dataset for comparing checkpoints table by table. A dataset that
     fails is logged and has no row."""
@@ -94,8 +114,10 @@ def real_rows(checkpoint: str | Path, datasets: Sequence, seed: int = 0,
     rows = []
     for ds in datasets:
         try:
-            out = run_method(inferred, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection)
-            given = run_method(known, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection)
+            out = run_method(inferred, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection,
+                             n_estimators=n_estimators)
+            given = run_method(known, ds, checkpoint=str(checkpoint), seed=seed, k_selection=k_selection,
+                               n_estimators=n_estimators)
         except Exception as exc:  # one bad dataset must not lose the trial's other scores
             logger.warning("real dataset %s failed: %s", ds.name, exc)
             continue

@@ -55,15 +55,16 @@ def calibration_seeds(n: int) -> list[int]:
     return [EVAL_SEED_BASE + CALIBRATION_SEED_OFFSET + i for i in range(n)]
 
 
-def posterior_chunk(seeds: Sequence[int], checkpoint: str | None,
-                    seed: int = 0) -> list[tuple[int, int, dict[int, float]]]:
+def posterior_chunk(seeds: Sequence[int], checkpoint: str | None, seed: int = 0,
+                    n_estimators: int | None = None) -> list[tuple[int, int, dict[int, float]]]:
     """Draw a GMM dataset per prior seed (default prior ranges: N 500-1000, D 2-64, K 2-10) and return
-    ``(prior seed, true K, p(K | X))`` for each, loading the model once for the whole chunk."""
+    ``(prior seed, true K, p(K | X))`` for each, loading the model once for the whole chunk; ``n_estimators``:
+    the estimator's column orderings (None: its default), whose averaged posterior is the one users get."""
     from pipeline.batch_cluster import load_estimator
     from priors import sample_dataset
 
     out = []
-    est = load_estimator(checkpoint, None, seed)
+    est = load_estimator(checkpoint, None, seed, n_estimators=n_estimators)
     for s in seeds:
         ds = sample_dataset(int(s), kind="gmm")
         frame = prior_frame(np.asarray(ds.X), ds.categorical)

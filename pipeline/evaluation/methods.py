@@ -114,9 +114,10 @@ def silhouette_select(family: str, X: np.ndarray, seed: int,
 
 
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
-               k_selection: str | None = None) -> dict:
+               k_selection: str | None = None, n_estimators: int | None = None) -> dict:
     """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
-    ``k_selection``: TabClustPFN's rule for choosing K (None: the estimator's default).
+    ``k_selection``, ``n_estimators``: TabClustPFN's rule for choosing K and its column orderings (None: the
+    estimator's defaults).
 
     The time covers the clustering only: TabClustPFN's network is loaded (by a tiny warm-up fit) before the
     clock starts, as the baselines' libraries are imported before it.
@@ -129,7 +130,8 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
     if spec.family == "TabClustPFN":
         from pipeline.batch_cluster import load_estimator
 
-        est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed, k_selection)
+        est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed, k_selection,
+                             n_estimators=n_estimators)
         start = time.perf_counter()
         est.fit(dataset.features)
         return {"labels": np.asarray(est.labels_), "k_pred": int(est.n_clusters_),

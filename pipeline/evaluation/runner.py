@@ -44,6 +44,7 @@ class EvalConfig:
     methods: tuple[str, ...] | None = None
     checkpoint: str | None = None
     k_selection: str | None = None  # TabClustPFN's rule for K (None: the estimator's default)
+    n_estimators: int | None = None  # TabClustPFN's column orderings (None: the estimator's default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -65,6 +66,8 @@ class EvalConfig:
         select_methods(self.methods)  # unknown method names fail here, before any work
         if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
             raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
+        if self.n_estimators is not None and self.n_estimators < 1:
+            raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
 
 
 @dataclass(frozen=True)
@@ -76,13 +79,14 @@ class TaskFailure:
 
 
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
-                  k_selection: str | None = None) -> dict:
+                  k_selection: str | None = None, n_estimators: int | None = None) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
-            out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection)
+            out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection,
+                             n_estimators=n_estimators)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": ""}
     except Exception as exc:  # a failed method is a result, not a crash
@@ -177,7 +181,8 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
     import ray
 
     refs = {d.name: ray.put(d) for d in datasets}
-    calls = [((s.name, d.name), evaluate_pair, (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection))
+    calls = [((s.name, d.name), evaluate_pair,
+              (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -201,7 +206,8 @@ def run_calibration(cfg: EvalConfig, n: int, num_workers: int) -> pd.DataFrame:
     seeds = calib.calibration_seeds(n)
     size = max(1, int(np.ceil(n / (4 * num_workers))))
     chunks = [seeds[i : i + size] for i in range(0, n, size)]
-    calls = [(i, calib.posterior_chunk, (chunk, cfg.checkpoint, cfg.seed)) for i, chunk in enumerate(chunks)]
+    calls = [(i, calib.posterior_chunk, (chunk, cfg.checkpoint, cfg.seed, cfg.n_estimators))
+             for i, chunk in enumerate(chunks)]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s * size, num_workers=num_workers, desc="calibration",
                             progress=cfg.progress)
     got = [item for res in raw.values() if not isinstance(res, TaskFailure) for item in res]
@@ -258,6 +264,7 @@ def command_line(cfg: EvalConfig) -> str:
     defaults = EvalConfig()
     for flag, value, default in (("--data", cfg.data_dir, None), ("--benchmarks-dir", cfg.benchmarks_dir, None),
                                  ("--checkpoint", cfg.checkpoint, None), ("--k-selection", cfg.k_selection, None),
+                                 ("--n-estimators", cfg.n_estimators, None),
                                  ("--output", cfg.output_dir, defaults.output_dir),
                                  ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
                                  ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):

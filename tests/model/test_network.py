@@ -415,3 +415,44 @@ def test_rows_assigned_against_a_cached_context_get_their_one_pass_logits(preset
     # infer_context is infer plus the encoding, and a state built from that encoding is the same state
     assert torch.equal(inferred.probs, plain.probs) and torch.equal(inferred.k_logits, plain.k_logits)
     assert torch.equal(out_reused, out)
+
+
+def test_encoding_a_table_in_several_column_orders_equals_the_batch_of_its_permutations():
+    """``infer_context(orders=)`` embeds the columns once for every ordering: the same outputs and context state as
+    the batch of the permuted tables (the estimator's column-order ensemble relies on it)."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny")).eval()
+    n, d = 40, 5
+    X = torch.randn(1, n, d)
+    X[0, :, 3] = torch.randint(0, 3, (n,)).float()
+    cat = torch.zeros(1, d, dtype=torch.bool)
+    cat[0, 3] = True
+    orders = torch.tensor([[0, 1, 2, 3, 4], [4, 2, 0, 3, 1], [3, 4, 1, 0, 2]])
+    m = len(orders)
+    rows, cols = torch.ones(1, n, dtype=torch.bool), torch.ones(1, d, dtype=torch.bool)
+    with torch.inference_mode():
+        once, (R1, enc1) = net.infer_context(X, rows, cols, cat, orders)
+        Xm, catm = X[0][:, orders].transpose(0, 1), cat[0][orders]
+        batch, (R2, enc2) = net.infer_context(Xm, rows.expand(m, -1), cols.expand(m, -1), catm)
+    torch.testing.assert_close(R1, R2, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(once.probs, batch.probs, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(once.k_logits, batch.k_logits, rtol=1e-5, atol=1e-5)
+    for s1, s2 in zip(enc1.summaries, enc2.summaries):
+        torch.testing.assert_close(s1, s2, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(enc1.cat_mean, enc2.cat_mean, rtol=1e-5, atol=1e-5)
+
+
+def test_row_interaction_in_slices_equals_one_piece(monkeypatch):
+    import model.encoder as encoder_module
+
+    torch.manual_seed(1)
+    net = TabClustNet(ModelConfig.preset("tiny")).eval()
+    X = torch.randn(3, 50, 6)
+    masks = (torch.ones(3, 50, dtype=torch.bool), torch.ones(3, 6, dtype=torch.bool),
+             torch.zeros(3, 6, dtype=torch.bool))
+    with torch.inference_mode():
+        monkeypatch.setattr(encoder_module, "ROW_CHUNK", 10**9)
+        whole = net.encode(X, *masks)
+        monkeypatch.setattr(encoder_module, "ROW_CHUNK", 7)  # slices that cut across tables
+        sliced = net.encode(X, *masks)
+    torch.testing.assert_close(sliced, whole, rtol=1e-5, atol=1e-6)

@@ -101,7 +101,7 @@ def test_checkpoint_comparison_pairs_the_suite_tables(tiny_net, tmp_path, capsys
 
     path = str(save_checkpoint(tmp_path / "tiny.pt", tiny_net, {}))
     datasets = real_suite(names=["iris", "wine"])
-    compare_on_suite("real", datasets, [path, path], [None, "posterior_mode"])
+    compare_on_suite("real", datasets, [path, path], [(None, None), ("posterior_mode", None)])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "real (2 datasets)"
     rows = real_rows(path, datasets)
@@ -118,10 +118,11 @@ def test_checkpoint_comparison_on_prior_tasks_pairs_them(tiny_net, tmp_path, cap
     from pipeline.config import StreamConfig
 
     path = str(save_checkpoint(tmp_path / "tiny.pt", tiny_net, {}))
-    compare_on_prior([path, path], 3, [None])
+    compare_on_prior([path, path], 3, [(None, 1)])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "prior (3 held-out tasks, N 500-1000)"
+    assert lines[1].strip().startswith(f"{path} [n_estimators=1]")
     scores = score_tasks(tiny_net, fixed_synthetic_tasks(StreamConfig(), 3))
     assert f"ARI {np.median([s['ari'] for s in scores]):.3f}" in lines[1]
-    assert lines[-1].strip() == (f"vs {path}: K inferred +0.0000 +- 0.0000 (better on 0, worse on 0); "
-                                 "true K +0.0000 +- 0.0000 (better on 0, worse on 0)")
+    assert lines[-1].strip() == (f"vs {path} [n_estimators=1]: K inferred +0.0000 +- 0.0000 (better on 0, worse "
+                                 "on 0); true K +0.0000 +- 0.0000 (better on 0, worse on 0)")
