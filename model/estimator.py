@@ -223,7 +223,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         orders = column_orderings(Z.shape[1], self.n_estimators)
         member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device, orders)
         probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
-        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection)
+        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection,
+                                  members=(member_probs, member_posteriors))
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._orders, self._perms = orders, perms[:, k - 2, :k]
         P = np.empty((n, k), np.float64)

@@ -32,7 +32,7 @@ def make_validation_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDatas
 
 
 def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_clusters: int,
-                rule: KSelection = DEFAULT_K_SELECTION) -> dict[str, float]:
+                rule: KSelection = DEFAULT_K_SELECTION, members: tuple | None = None) -> dict[str, float]:
     """Scores of one task.
 
     Parameters
@@ -43,6 +43,8 @@ def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_cluste
     n_clusters : int
         True K.
     rule : how the inferred K is chosen from the posterior (:func:`model.selection.select_k`).
+    members : a column-order ensemble's (member probs, member posteriors) behind ``probs`` and ``k_logits``
+        (:func:`model.selection.select_k`), or None.
 
     Returns
     -------
@@ -52,7 +54,8 @@ def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_cluste
     logits = np.asarray(k_logits, dtype=np.float64)
     posterior = np.exp(logits - logits.max())
     posterior /= posterior.sum()
-    k_hat, _ = select_k(probs, posterior, k_hi=min(probs.shape[0] + 1, max(2, len(y) - 1)), rule=rule)
+    k_hat, _ = select_k(probs, posterior, k_hi=min(probs.shape[0] + 1, max(2, len(y) - 1)), rule=rule,
+                        members=members)
     labels = probs[k_hat - 2].argmax(-1)
     known = probs[n_clusters - 2].argmax(-1)
     return {

@@ -70,7 +70,8 @@ def _ensemble_scores(net: torch.nn.Module, task: PriorDataset, rule: KSelection,
                     torch.as_tensor(np.stack([cat[o] for o in orders])))
     posteriors = torch.softmax(out.k_logits.double(), dim=-1).numpy()
     probs, posterior, _ = combine_members(out.probs.double().numpy(), posteriors)
-    scores = task_scores(probs, np.log(np.maximum(posterior, 1e-300)), task.y, int(task.n_clusters), rule)
+    scores = task_scores(probs, np.log(np.maximum(posterior, 1e-300)), task.y, int(task.n_clusters), rule,
+                         members=(out.probs.double().numpy(), posteriors))
     return {**scores, "mechanism": str(task.meta.get("mechanism"))}
 
 

@@ -130,3 +130,22 @@ def test_large_tables_and_predict_use_the_same_matched_members(tiny_checkpoint):
 def test_n_estimators_must_be_a_positive_integer(tiny_checkpoint):
     with pytest.raises(ValueError, match="n_estimators"):
         TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=0).fit(_blobs())
+
+
+def test_expected_ari_scores_candidates_against_every_ordering_at_its_own_posterior(tiny_checkpoint):
+    X = _blobs(d=4)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=3).fit(X)
+    candidates = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=3).fit(X).labels_
+                  for k in range(2, 11)}
+    members = []  # each ordering alone: its partition at every K and its posterior
+    for order in column_orderings(4, 3):
+        single = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1)
+        posterior = single.fit(X[:, order]).k_posterior_
+        labels = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X[:, order]).labels_
+                  for k in range(2, 11)}
+        members.append((posterior, labels))
+    for k, score in est.k_scores_.items():
+        expected = np.mean([sum(post[j] * adjusted_rand_score(candidates[k], labels[j]) for j in labels)
+                            for post, labels in members])
+        assert score == pytest.approx(expected, abs=1e-6)
+    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from model.selection import expected_ari, pairwise_ari, select_k
+from model.selection import cross_ari, expected_ari, expected_ari_members, pairwise_ari, select_k
 
 
 def _one_hot_probs(labels: np.ndarray, k_max: int) -> np.ndarray:
@@ -96,3 +96,36 @@ def test_identical_partitions_tie_and_the_most_probable_k_wins():
     k, scores = select_k(_one_hot_probs(labels, 10), post / post.sum(), k_hi=10, rule="expected_ari")
     assert k == 5
     np.testing.assert_allclose(scores, 1.0)
+
+
+def test_cross_ari_equals_sklearn_for_every_pair():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, size=(3, 60))
+    b = np.concatenate([rng.integers(0, 6, size=(2, 60)), np.zeros((1, 60), dtype=int)])
+    got = cross_ari(a, b)
+    assert got.shape == (3, 3)
+    for i in range(3):
+        for j in range(3):
+            assert got[i, j] == pytest.approx(adjusted_rand_score(a[i], b[j]), abs=1e-12)
+    with pytest.raises(ValueError, match="different rows"):
+        cross_ari(a, b[:, :59])
+
+
+def test_expected_ari_over_one_member_is_the_plain_rule():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 5, size=(4, 80))
+    posterior = rng.dirichlet(np.ones(4))
+    np.testing.assert_allclose(expected_ari_members(labels, labels[None], posterior[None]),
+                               expected_ari(labels, posterior))
+
+
+def test_expected_ari_over_members_averages_each_members_own_posterior():
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 3, size=(3, 50))
+    members = rng.integers(0, 3, size=(2, 3, 50))
+    posteriors = rng.dirichlet(np.ones(3), size=2)
+    want = [np.mean([sum(posteriors[j, k] * adjusted_rand_score(labels[c], members[j, k]) for k in range(3))
+                     for j in range(2)]) for c in range(3)]
+    np.testing.assert_allclose(expected_ari_members(labels, members, posteriors), want)
+    with pytest.raises(ValueError, match="member_labels must be"):
+        expected_ari_members(labels, members[:, :2], posteriors)
