@@ -62,9 +62,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
     k_selection : {"expected_ari", "posterior_mode"}, default="expected_ari"
         How K is chosen when ``n_clusters=None`` (:mod:`model.selection`). ``"expected_ari"``: the candidate
-        partition with the highest ARI against the network's partition at K', averaged over K' drawn from
-        ``k_posterior_`` (the Bayes choice for the ARI; a flat posterior gives a central K, not the smallest).
-        ``"posterior_mode"``: the most probable K (the paper's rule).
+        partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
+        posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
+        ARI; a flat posterior gives a central K, not the smallest; a K at which the orderings disagree scores
+        lower). ``"posterior_mode"``: the most probable K under ``k_posterior_`` (the paper's rule).
     max_clusters : int or None, default=None
         Largest K the model may choose when ``n_clusters=None``, in 2..K_max of the checkpoint; None allows up to
         K_max. For tables known to hold few groups (the model tends to split tables whose classes are not
@@ -72,8 +73,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     n_estimators : int, default=4
         Orderings of the columns the table is clustered in (:mod:`model.ensemble`): their partitions, clusters
         matched, and their posteriors over K are averaged. The network is not invariant to the column order, and
-        each ordering errs differently: on held-out prior tasks 4 orderings raised the median ARI from 0.55 to
-        0.67 over one, 8 to 0.69. The cost grows about linearly; 1 is the single pass of the paper. Tables with
+        each ordering errs differently: on 400 held-out prior tasks 4 orderings raised the median ARI with K
+        inferred from 0.547 to 0.701 over one. The cost grows about linearly (about 4x for 4); 1 is the paper's
+        single pass, the fast choice (``benchmarks/bench_inference.py`` times both). Tables with
         fewer orderings than that (D! < n_estimators) use all of theirs. The orderings are fixed for a given
         number of columns, so the result does not depend on ``random_state``.
 

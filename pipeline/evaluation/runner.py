@@ -19,7 +19,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from model.selection import K_SELECTIONS
+from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
 from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
 from pipeline.evaluation import plots, report, suites
@@ -281,6 +282,9 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
     return [f"Command: `{command_line(cfg)}`", "",
             f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s; "
             f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
+            "",
+            f"TabClustPFN: K by `{cfg.k_selection or DEFAULT_K_SELECTION}`, "
+            f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`).",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "

@@ -119,3 +119,17 @@ def test_command_line_reproduces_the_non_default_settings():
                                 "--methods 'KMeans+' --quick"
     cfg = EvalConfig(suites=("real",), k_selection="posterior_mode")
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --k-selection posterior_mode"
+    cfg = EvalConfig(suites=("real",), n_estimators=2)
+    assert command_line(cfg) == "python jobs/evaluate.py --suite real --n-estimators 2"
+
+
+def test_report_header_names_the_estimator_settings():
+    from model.ensemble import DEFAULT_N_ESTIMATORS
+    from pipeline.evaluation.runner import _header
+
+    assert (f"TabClustPFN: K by `expected_ari`, {DEFAULT_N_ESTIMATORS} column ordering(s) averaged"
+            in "\n".join(_header(EvalConfig(), 3, 2, 1.0)))
+    text = "\n".join(_header(EvalConfig(k_selection="posterior_mode", n_estimators=1), 3, 2, 1.0))
+    assert "TabClustPFN: K by `posterior_mode`, 1 column ordering(s) averaged" in text
+    with pytest.raises(ValueError, match="n_estimators"):
+        EvalConfig(n_estimators=0)
