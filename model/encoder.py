@@ -178,8 +178,9 @@ class Encoder(nn.Module):
         record: list[torch.Tensor] = []
         cells = self.columns(X, cat_mask, ctx_mask, None, record)[0][:, orders].transpose(0, 1)  # (M, N, D, E)
         X, col_mask, cat_mask = X[0][:, orders].transpose(0, 1), col_mask[0][orders], cat_mask[0][orders]
+        rows, encoded = self._encode(X, col_mask, cat_mask, ctx_mask.expand(m, -1), cells=cells)
         summaries = [s[orders].reshape(m * orders.shape[1], *s.shape[1:]) for s in record]  # (M*D, m, E) each
-        return self._encode(X, col_mask, cat_mask, ctx_mask.expand(m, -1), EncoderContext(summaries, None), cells)
+        return rows, EncoderContext(summaries, encoded.cat_mean)
 
     def encode_given(self, X, col_mask, cat_mask, context: EncoderContext) -> torch.Tensor:
         """Rows (B, N, D) of the same B tables and columns as the recorded context, none of them context."""
@@ -187,8 +188,8 @@ class Encoder(nn.Module):
 
     def _encode(self, X, col_mask, cat_mask, ctx_mask, context: EncoderContext | None = None,
                 cells: torch.Tensor | None = None):
-        """``context``: rows read against a recorded context's summaries (none of them context) and, unless its
-        ``cat_mean`` is None, its categorical centre; ``cells``: the column embedding, already computed."""
+        """``context``: rows read against a recorded context (none of them context); ``cells``: the column
+        embedding, already computed (the summaries it recorded are then the caller's)."""
         values = None
         if self.rows.value_codes is not None:  # numeric columns only: categorical codes are not magnitudes
             keep = (col_mask & ~cat_mask)[:, None, :]
@@ -203,6 +204,4 @@ class Encoder(nn.Module):
             skip, cat_mean = self.categories(X, col_mask, cat_mask, ctx_mask,
                                              None if context is None else context.cat_mean)
             rows = rows + skip.to(rows.dtype)
-        if context is None or context.cat_mean is None:
-            return rows, EncoderContext(record if context is None else context.summaries, cat_mean)
-        return rows, context
+        return rows, (context if context is not None else EncoderContext(record, cat_mean))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 #: Column orderings ``TabClustPFN`` uses unless told otherwise (see ``TabClustPFN``'s ``n_estimators``).
 DEFAULT_N_ESTIMATORS = 4
@@ -55,6 +54,8 @@ def column_orderings(n_features: int, n_estimators: int) -> np.ndarray:
 def match_clusters(reference: np.ndarray, probs: np.ndarray) -> np.ndarray:
     """The columns of ``probs`` (N, K) in the order of ``reference``'s clusters (N, K): ``probs[:, perm]`` is
     the matched partition, ``perm`` maximising the soft overlap ``trace(reference^T probs[:, perm])``."""
+    from scipy.optimize import linear_sum_assignment  # here: importing scipy.optimize costs 0.5 s at start-up
+
     rows, cols = linear_sum_assignment(-(reference.T @ probs))
     perm = np.empty(reference.shape[1], dtype=np.int64)
     perm[rows] = cols

@@ -222,13 +222,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
-        orders = column_orderings(Z.shape[1], self.n_estimators)
-        member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device, orders)
+        self._orders = column_orderings(Z.shape[1], self.n_estimators)  # read by _batch
+        member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
         probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
         k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection,
                                   members=(member_probs, member_posteriors))
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
-        self._orders, self._perms = orders, perms[:, k - 2, :k]
+        self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         P = np.empty((n, k), np.float64)
         P[ctx] = probs_all[k - 2, :, :k]
         if n > len(ctx):
@@ -245,7 +245,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.n_clusters_ = k
         self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
         self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
-        self.n_estimators_ = len(orders)
+        self.n_estimators_ = len(self._orders)
         self.context_indices_ = ctx
         self.preprocessor_ = pre
         self._context_X, self._cat_mask = Z[ctx], cat_mask
@@ -329,17 +329,16 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 torch.ones(m, d, dtype=torch.bool, device=device),
                 torch.as_tensor(np.stack([cat_mask[o] for o in orders]), device=device), ctx_mask)
 
-    def _infer_context(self, net, X_ctx, cat_mask, device, orders) -> tuple[np.ndarray, np.ndarray, tuple | None]:
-        """All K on the context in every column ordering -> each member's probs (M, K_max-1, n_ctx, K_max) and
-        posterior over K = 2..K_max (M, K_max-1), and the context's encoding for :meth:`_assign` (None for
-        networks that re-encode the context per chunk)."""
-        self._orders = orders
+    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+        """All K on the context in every column ordering (``self._orders``) -> each member's probs (M, K_max-1,
+        n_ctx, K_max) and posterior over K = 2..K_max (M, K_max-1), and the context's encoding for
+        :meth:`_assign` (None for networks that re-encode the context per chunk)."""
         encoded = None
         with torch.inference_mode():
             if net.assigns_from_context:  # the column embedding once, then every ordering
                 X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device, ordered=False)
                 out, encoded = net.infer_context(X, row_mask, col_mask, cat,
-                                                 torch.as_tensor(orders, device=device))
+                                                 torch.as_tensor(self._orders, device=device))
             else:
                 X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
                 out = net.infer(X, row_mask, col_mask, cat)

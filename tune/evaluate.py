@@ -61,17 +61,16 @@ def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int 
 def _ensemble_scores(net: torch.nn.Module, task: PriorDataset, rule: KSelection, n_estimators: int) -> dict:
     """One task's scores with its columns in ``n_estimators`` orderings, the members combined."""
     n, d = task.X.shape
-    orders = column_orderings(d, n_estimators)
-    cat = np.zeros(d, dtype=bool)
-    cat[list(task.categorical)] = True
-    m = len(orders)
-    out = net.infer(torch.as_tensor(np.stack([task.X[:, o] for o in orders]), dtype=torch.float32),
-                    torch.ones(m, n, dtype=torch.bool), torch.ones(m, d, dtype=torch.bool),
-                    torch.as_tensor(np.stack([cat[o] for o in orders])))
+    cat = torch.zeros(1, d, dtype=torch.bool)
+    cat[0, list(task.categorical)] = True
+    out, _ = net.infer_context(torch.as_tensor(task.X, dtype=torch.float32)[None], torch.ones(1, n, dtype=torch.bool),
+                               torch.ones(1, d, dtype=torch.bool), cat,
+                               torch.as_tensor(column_orderings(d, n_estimators)))  # as TabClustPFN does
+    member_probs = out.probs.double().numpy()
     posteriors = torch.softmax(out.k_logits.double(), dim=-1).numpy()
-    probs, posterior, _ = combine_members(out.probs.double().numpy(), posteriors)
+    probs, posterior, _ = combine_members(member_probs, posteriors)
     scores = task_scores(probs, np.log(np.maximum(posterior, 1e-300)), task.y, int(task.n_clusters), rule,
-                         members=(out.probs.double().numpy(), posteriors))
+                         members=(member_probs, posteriors))
     return {**scores, "mechanism": str(task.meta.get("mechanism"))}
 
 

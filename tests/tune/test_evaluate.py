@@ -126,3 +126,19 @@ def test_checkpoint_comparison_on_prior_tasks_pairs_them(tiny_net, tmp_path, cap
     assert f"ARI {np.median([s['ari'] for s in scores]):.3f}" in lines[1]
     assert lines[-1].strip() == (f"vs {path} [n_estimators=1]: K inferred +0.0000 +- 0.0000 (better on 0, worse "
                                  "on 0); true K +0.0000 +- 0.0000 (better on 0, worse on 0)")
+
+
+def test_ensemble_scores_match_the_estimator_on_the_same_task(tiny_net, tmp_path):
+    from model import TabClustPFN
+    from pipeline.evaluation.suites import prior_frame
+    from sklearn.metrics import adjusted_rand_score
+
+    path = save_checkpoint(tmp_path / "tiny.pt", tiny_net, {})
+    stream = dataclasses.replace(train_preset("tiny", smoke=True).stream, kind="mix")
+    tasks = fixed_synthetic_tasks(stream, 4)
+    scores = score_tasks(tiny_net, tasks, n_estimators=3)
+    for task, s in zip(tasks, scores):
+        frame = prior_frame(np.asarray(task.X), task.categorical)
+        est = TabClustPFN(checkpoint=str(path), n_estimators=3).fit(frame)
+        assert s["ari"] == pytest.approx(adjusted_rand_score(task.y, est.labels_), abs=1e-9)
+        assert s["k_abs_err"] == abs(est.n_clusters_ - task.n_clusters)
