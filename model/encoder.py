@@ -94,11 +94,14 @@ class RowInteraction(nn.Module):
         keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
         step = b * n if torch.is_grad_enabled() or tokens.is_cuda else ROW_CHUNK
         out = []
+        last = len(self.blocks) - 1
         for i in range(0, b * n, step):  # rows attend within themselves only: slices give the same result
             part, part_keys = tokens[i : i + step], keys[i : i + step]
-            for block in self.blocks:
-                part = block(part, part, part_keys)
-            out.append(part[:, : self.n_cls])
+            for j, block in enumerate(self.blocks):
+                # only the CLS outputs are kept, so the last block computes only theirs (the cells still serve
+                # as keys): the same values for (n_cls + D) / n_cls times less of that block's query-side work
+                part = block(part[:, : self.n_cls] if j == last else part, part, part_keys)
+            out.append(part)
         cls = out[0] if len(out) == 1 else torch.cat(out)
         rows = self.norm(cls.reshape(b, n, self.n_cls * e))  # (B, N, d)
         if self.value_codes is not None:
@@ -149,6 +152,9 @@ class EncoderContext:
 
     summaries: list[torch.Tensor]  # per column block: (B*D, m, E)
     cat_mean: torch.Tensor | None  # (B, 1, d) or None without the categorical skip
+    #: recorded with ``orders`` (:meth:`Encoder.encode_context`): the one table's summaries, its columns as given,
+    #: so that further rows get their column embedding once for every ordering (``encode_given(orders=)``)
+    table_summaries: list[torch.Tensor] | None = None  # per column block: (D, m, E)
 
 
 class Encoder(nn.Module):
@@ -172,19 +178,36 @@ class Encoder(nn.Module):
         """
         if orders is None:
             return self._encode(X, col_mask, cat_mask, ctx_mask)
-        if X.shape[0] != 1:
-            raise ValueError(f"orders need one table (B = 1), got B = {X.shape[0]}")
-        m = orders.shape[0]
         record: list[torch.Tensor] = []
-        cells = self.columns(X, cat_mask, ctx_mask, None, record)[0][:, orders].transpose(0, 1)  # (M, N, D, E)
-        X, col_mask, cat_mask = X[0][:, orders].transpose(0, 1), col_mask[0][orders], cat_mask[0][orders]
+        X, col_mask, cat_mask, cells = self._ordered_cells(X, col_mask, cat_mask, ctx_mask, orders, record=record)
+        m = orders.shape[0]
         rows, encoded = self._encode(X, col_mask, cat_mask, ctx_mask.expand(m, -1), cells=cells)
         summaries = [s[orders].reshape(m * orders.shape[1], *s.shape[1:]) for s in record]  # (M*D, m, E) each
-        return rows, EncoderContext(summaries, encoded.cat_mean)
+        return rows, EncoderContext(summaries, encoded.cat_mean, table_summaries=record)
 
-    def encode_given(self, X, col_mask, cat_mask, context: EncoderContext) -> torch.Tensor:
-        """Rows (B, N, D) of the same B tables and columns as the recorded context, none of them context."""
-        return self._encode(X, col_mask, cat_mask, None, context)[0]
+    def encode_given(self, X, col_mask, cat_mask, context: EncoderContext,
+                     orders: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows (B, N, D) of the same B tables and columns as the recorded context, none of them context.
+
+        ``orders``: the orderings the context was recorded with (``encode_context(orders=)``); X is then the one
+        table (B = 1), its columns as given, and the rows come back once per ordering (B = M), their column
+        embedding computed once for all of them.
+        """
+        if orders is None:
+            return self._encode(X, col_mask, cat_mask, None, context)[0]
+        if context.table_summaries is None:
+            raise ValueError("orders need a context recorded with orders (encode_context(..., orders=))")
+        X, col_mask, cat_mask, cells = self._ordered_cells(X, col_mask, cat_mask, None, orders,
+                                                           summaries=context.table_summaries)
+        return self._encode(X, col_mask, cat_mask, None, context, cells=cells)[0]
+
+    def _ordered_cells(self, X, col_mask, cat_mask, ctx_mask, orders, summaries=None, record=None):
+        """One table X (B = 1) -> (X, col_mask, cat_mask, cells) in every ordering of its columns (B = M), the
+        column embedding computed once: it does not depend on the order of the columns."""
+        if X.shape[0] != 1:
+            raise ValueError(f"orders need one table (B = 1), got B = {X.shape[0]}")
+        cells = self.columns(X, cat_mask, ctx_mask, summaries, record)[0][:, orders].transpose(0, 1)  # (M,N,D,E)
+        return X[0][:, orders].transpose(0, 1), col_mask[0][orders], cat_mask[0][orders], cells
 
     def _encode(self, X, col_mask, cat_mask, ctx_mask, context: EncoderContext | None = None,
                 cells: torch.Tensor | None = None):

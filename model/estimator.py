@@ -357,12 +357,16 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             return average_matched(torch.softmax(logits[..., :k].double(), dim=-1).cpu().numpy(), self._perms)
 
         with torch.inference_mode():
-            if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only
-                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device)[:4], n_clusters, encoded)
+            if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only,
+                # their column embedding once for every ordering
+                orders = torch.as_tensor(self._orders, device=device)
+                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device, ordered=False)[:4],
+                                          n_clusters, encoded, orders)
                 for start in range(0, len(X_rows), self.batch_rows):
                     chunk = X_rows[start : start + self.batch_rows]
-                    X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device)
-                    out[start : start + len(chunk)] = matched(net.assign_rows(state, X, row_mask, col_mask, cat))
+                    X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device, ordered=False)
+                    logits = net.assign_rows(state, X, row_mask, col_mask, cat, orders)
+                    out[start : start + len(chunk)] = matched(logits)
                 return out
             for start in range(0, len(X_rows), self.batch_rows):
                 chunk = X_rows[start : start + self.batch_rows]

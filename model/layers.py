@@ -47,21 +47,42 @@ class MAB(nn.Module):
         self.ln_ff = nn.LayerNorm(dim)
         self.ff = nn.Sequential(nn.Linear(dim, ff_factor * dim), nn.GELU(), nn.Linear(ff_factor * dim, dim))
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, key_mask: torch.Tensor | None = None,
-                query_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None, key_mask: torch.Tensor | None = None,
+                query_mask: torch.Tensor | None = None,
+                kv: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """x: (S, Q, E) queries; y: (S, T, E) keys/values; key_mask: (S, T) bool, True = may be attended;
-        query_mask: (S, Q) queries that exist (only :class:`CompetitiveMAB` needs it)."""
+        query_mask: (S, Q) queries that exist (only :class:`CompetitiveMAB` needs it).
+
+        ``kv``: ``keys_values(y)`` computed earlier (y is then ignored), for G = S / S' query sets per key set
+        (S' sets of keys, key_mask (S', T)): query set s reads key set s // G, as if y had been repeated G times
+        (``repeat_interleave``) but the keys and values projected once (:meth:`IterativeDecoder.candidates`).
+        """
         s, nq, e = x.shape
-        nk = y.shape[1]
         h = self.heads
+        k, v = self.keys_values(y) if kv is None else kv
+        sk = k.shape[0]
+        g = s // sk
+        if g * sk != s:
+            raise ValueError(f"{s} query sets cannot share {sk} key sets evenly")
         q = self.q(self.ln_q(x)).view(s, nq, h, e // h).transpose(1, 2)  # (S, H, Q, E/H)
-        k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, h, e // h).permute(2, 0, 3, 1, 4)  # (S, H, T, E/H) each
-        o = self.attend(q, k, v, key_mask, query_mask)  # (S, H, Q, E/H)
-        x = x + self.out(o.transpose(1, 2).reshape(s, nq, e))
+        if g > 1:  # the G query sets of one key set as one set of G*Q queries: one attention per key set
+            q = q.reshape(sk, g, h, nq, -1).transpose(1, 2).reshape(sk, h, g * nq, -1)
+        o = self.attend(q, k, v, key_mask, query_mask, g)  # (S', H, G*Q, E/H)
+        if g > 1:
+            o = o.view(sk, h, g, nq, -1).transpose(1, 2)  # (S', G, H, Q, E/H)
+        o = o.reshape(s, h, nq, -1).transpose(1, 2).reshape(s, nq, e)
+        x = x + self.out(o)
         return x + self.ff(self.ln_ff(x))
 
-    def attend(self, q, k, v, key_mask, query_mask) -> torch.Tensor:
-        """Scaled dot-product attention, each query normalised over the keys."""
+    def keys_values(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """y: (S, T, E) -> keys and values, (S, H, T, E/H) each."""
+        s, nk, e = y.shape
+        k, v = self.kv(self.ln_kv(y)).view(s, nk, 2, self.heads, e // self.heads).permute(2, 0, 3, 1, 4)
+        return k, v
+
+    def attend(self, q, k, v, key_mask, query_mask, groups: int = 1) -> torch.Tensor:
+        """Scaled dot-product attention, each query normalised over the keys (so queries are independent: the
+        ``groups`` query sets sharing a key set need no separating)."""
         return _attention(q, k, v, None if key_mask is None else key_mask[:, None, None, :])
 
 
@@ -98,13 +119,18 @@ class CompetitiveMAB(MAB):
     slightly closer to some rows takes more of them at once, as one step of soft k-means does.
     """
 
-    def attend(self, q, k, v, key_mask, query_mask) -> torch.Tensor:
-        """q: (S, H, K, E/H) prototypes, k/v: (S, H, T, E/H) rows; key_mask: (S, T); query_mask: (S, K)."""
-        logits = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5  # (S, H, K, T)
+    def attend(self, q, k, v, key_mask, query_mask, groups: int = 1) -> torch.Tensor:
+        """q: (S, H, G*K, E/H): G = ``groups`` sets of K prototypes per set of rows; k/v: (S, H, T, E/H) rows;
+        key_mask: (S, T); query_mask: (S*G, K). Each set's prototypes compete among themselves."""
+        s, h, gk, _ = q.shape
+        g = groups
+        nk_proto = gk // g
+        logits = (q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5).view(s, h, g, nk_proto, -1)  # (S, H, G, K, T)
         if query_mask is not None:
-            logits = logits.masked_fill(~query_mask[:, None, :, None], float("-inf"))
-        attn = torch.softmax(logits, dim=2)  # over prototypes, per row
+            mask = query_mask.view(s, g, nk_proto)[:, None, :, :, None]
+            logits = logits.masked_fill(~mask, float("-inf"))
+        attn = torch.softmax(logits, dim=3).view(s, h, gk, -1)  # over each set's prototypes, per row
         if key_mask is not None:
             attn = attn * key_mask[:, None, None, :].to(attn.dtype)
         attn = attn / (attn.sum(-1, keepdim=True) + 1e-6)  # weighted mean over rows
-        return attn @ v  # (S, H, K, E/H)
+        return attn @ v  # (S, H, G*K, E/H)

@@ -85,12 +85,17 @@ class TabClustNet(nn.Module):
         c = self.cfg.n_candidates
         ks = torch.arange(2, self.cfg.k_max + 1, device=R.device).repeat(b)  # (B*C,)
         rep = lambda t: t.repeat_interleave(c, dim=0)  # noqa: E731  (B, ...) -> (B*C, ...)
-        ctx = None if ctx_mask is None else rep(ctx_mask)
+        table_ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
         seeds = None
         if getattr(self.decoder, "seed_gain", None) is not None:  # one seeding per table, not one per candidate K
-            table_ctx = row_mask if ctx_mask is None else ctx_mask & row_mask
-            seeds = rep(farthest_point_seeds(R.detach(), table_ctx, self.cfg.k_max))
-        logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx, seeds)
+            seeds = farthest_point_seeds(R.detach(), table_ctx, self.cfg.k_max)
+        if hasattr(self.decoder, "candidates"):  # the rows' share of the decoder once per table
+            k_mask = candidate_k_mask(ks, self.cfg.k_max)
+            logits = self.decoder.candidates(R, table_ctx, k_mask, seeds).masked_fill(~k_mask[:, None, :],
+                                                                                       float("-inf"))
+        else:
+            ctx = None if ctx_mask is None else rep(ctx_mask)
+            logits = self.partition_logits(rep(R), rep(row_mask), ks, ctx, None if seeds is None else rep(seeds))
         probs = torch.softmax(logits, dim=-1) * rep(row_mask)[:, :, None]
         return probs.view(b, c, n, self.cfg.k_max)
 
@@ -115,24 +120,30 @@ class TabClustNet(nn.Module):
         k_logits, eta = self.cardinality(probs, row_mask)
         return InferenceOutput(probs=probs, k_logits=k_logits, eta=eta), (R, encoder)
 
-    def context_state(self, X, row_mask, col_mask, cat_mask, n_clusters, encoded: tuple | None = None
-                      ) -> ContextState:
+    def context_state(self, X, row_mask, col_mask, cat_mask, n_clusters, encoded: tuple | None = None,
+                      orders: torch.Tensor | None = None) -> ContextState:
         """Encode a context (every valid row of X is context) once, for assigning other rows at K = n_clusters.
-        ``encoded``: the context's encoding from :meth:`infer_context` on the same X (skips encoding it again)."""
+        ``encoded``: the context's encoding from :meth:`infer_context` on the same X (skips encoding it again).
+        ``orders`` (M, D): X is one table (B = 1), its context encoded in each ordering of its columns (as
+        :meth:`infer_context` does; n_clusters (M,)), for :meth:`assign_rows` with the same orders."""
         if encoded is None:
             X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
-            R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask)
+            R, encoder = self.encoder.encode_context(X, col_mask, cat_mask, row_mask, orders)
         else:
             R, encoder = encoded
+        if orders is not None:
+            row_mask = row_mask.expand(orders.shape[0], -1)
         k_mask = candidate_k_mask(n_clusters, self.cfg.k_max)
         return ContextState(encoder, self.decoder.prototype_states(R, row_mask, k_mask), k_mask)
 
-    def assign_rows(self, state: ContextState, X, row_mask, col_mask, cat_mask) -> torch.Tensor:
+    def assign_rows(self, state: ContextState, X, row_mask, col_mask, cat_mask,
+                    orders: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, N, K_max) of rows X (the same tables and columns as the context, none of them context),
         -inf beyond K: equal to their logits as non-context rows of one pass with the context, but the context
-        is not encoded again."""
+        is not encoded again. ``orders``: those of :meth:`infer_context`, whose encoding made ``state``; X is then
+        the one table, its columns as given (B = 1), and the logits come back per ordering (B = M)."""
         X = X.masked_fill(~(row_mask[:, :, None] & col_mask[:, None, :]), 0.0)
-        R = self.encoder.encode_given(X, col_mask, cat_mask, state.encoder)
+        R = self.encoder.encode_given(X, col_mask, cat_mask, state.encoder, orders)
         logits = self.decoder.score_rows(R, state.prototypes, state.k_mask)
         return logits.masked_fill(~state.k_mask[:, None, :], float("-inf"))
 

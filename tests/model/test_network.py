@@ -9,6 +9,7 @@ import torch
 
 from model import ModelConfig, TabClustNet
 from model.batching import collate, to_torch
+from model.layers import MAB, CompetitiveMAB
 from model.objective import ObjectiveConfig, compute_losses
 
 
@@ -222,8 +223,6 @@ def test_losses_stay_float32_under_bf16_autocast():
 
 
 def test_competitive_prototype_attention_ignores_masked_rows_and_prototypes_and_row_order():
-    from model.layers import CompetitiveMAB
-
     torch.manual_seed(0)
     mab = CompetitiveMAB(8, 2).eval()
     C, R = torch.randn(1, 4, 8), torch.randn(1, 30, 8)
@@ -303,15 +302,25 @@ def test_decoder_with_seeded_prototypes_trains_and_old_configs_load_without_it()
     assert not ModelConfig.from_dict(data).proto_seeding
 
 
-def test_all_partitions_with_seeded_prototypes_equal_one_decoder_pass_per_k():
-    """all_partitions seeds each table once and shares the seeds across its candidate K: same partitions as
-    seeding inside every per-K pass."""
+@pytest.mark.parametrize("competition, seeding, row_updates", [
+    (True, True, True), (True, True, False), (False, False, False), (True, False, False), (False, True, True)])
+def test_all_partitions_equal_one_decoder_pass_per_k(competition, seeding, row_updates):
+    """all_partitions seeds each table once and shares the seeds across its candidate K, and without row updates
+    projects each table's rows (keys, values, head) once for all its candidates: the same partitions as one
+    decoder pass per K, on a padded batch of two tables."""
     torch.manual_seed(0)
-    net = TabClustNet(ModelConfig.preset("tiny", proto_seeding=True)).eval()
+    net = TabClustNet(ModelConfig.preset("tiny", proto_seeding=seeding, proto_competition=competition,
+                                         row_updates=row_updates, dec_blocks=2)).eval()
     b = to_torch(collate([_task(1, 50, 4, 3), _task(2, 40, 3, 2)]))
+    row_key_sets = []
+    gather = net.decoder.blocks[0][1]  # the prototype <- data block of the first decoder block
+    original = gather.keys_values
+    gather.keys_values = lambda y: row_key_sets.append(y.shape[0]) or original(y)
     with torch.no_grad():
         R = net.encode(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"])
         probs = net.all_partitions(R, b["row_mask"])
+        # fixed rows: projected once per table (2), not once per candidate K (2 x 9)
+        assert row_key_sets == [2 if not row_updates else 2 * (net.cfg.k_max - 1)]
         for j, k in enumerate(range(2, net.cfg.k_max + 1)):
             logits = net.partition_logits(R, b["row_mask"], torch.full((2,), k))
             one = torch.softmax(logits, -1) * b["row_mask"][:, :, None]
@@ -440,6 +449,57 @@ def test_encoding_a_table_in_several_column_orders_equals_the_batch_of_its_permu
     for s1, s2 in zip(enc1.summaries, enc2.summaries):
         torch.testing.assert_close(s1, s2, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(enc1.cat_mean, enc2.cat_mean, rtol=1e-5, atol=1e-5)
+
+    # further rows: their column embedding once for every ordering, as the batch of their permutations
+    new = torch.randn(1, 15, d)
+    new[0, :, 3] = torch.randint(0, 3, (15,)).float()
+    k = torch.full((m,), 3)
+    new_rows = torch.ones(1, 15, dtype=torch.bool)
+    with torch.inference_mode():
+        state_once = net.context_state(X, rows, cols, cat, k, (R1, enc1), orders)
+        state_fresh = net.context_state(X, rows, cols, cat, k, orders=orders)  # encoded here, as predict does
+        state_batch = net.context_state(Xm, rows.expand(m, -1), cols.expand(m, -1), catm, k, (R2, enc2))
+        once = net.assign_rows(state_once, new, new_rows, cols, cat, orders)
+        fresh = net.assign_rows(state_fresh, new, new_rows, cols, cat, orders)
+        batch = net.assign_rows(state_batch, new[0][:, orders].transpose(0, 1), new_rows.expand(m, -1),
+                                cols.expand(m, -1), catm)
+        plain_state = net.context_state(X, rows, cols, cat, k[:1])
+    assert once.shape == (m, 15, net.cfg.k_max)
+    torch.testing.assert_close(once, batch, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(fresh, once, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="recorded with orders"):
+        net.assign_rows(plain_state, new, new_rows, cols, cat, orders)
+
+
+@pytest.mark.parametrize("competitive", [False, True])
+def test_query_sets_sharing_projected_keys_equal_repeated_keys(competitive):
+    """MAB(kv=keys_values(y)) with G query sets per key set (the decoder's candidate K) equals the block on y
+    repeated G times, key and query masks included; competing prototypes compete only within their own set."""
+    torch.manual_seed(0)
+    block = (CompetitiveMAB if competitive else MAB)(8, 2).eval()
+    g, q, t = 3, 4, 6
+    x, y = torch.randn(2 * g, q, 8), torch.randn(2, t, 8)
+    key_mask = torch.ones(2, t, dtype=torch.bool)
+    key_mask[1, 4:] = False
+    query_mask = torch.arange(q)[None, :] < torch.tensor([2, 3, 4, 4, 1, 2])[:, None]
+    with torch.no_grad():
+        shared = block(x, None, key_mask, query_mask, kv=block.keys_values(y))
+        repeated = block(x, y.repeat_interleave(g, 0), key_mask.repeat_interleave(g, 0), query_mask)
+    torch.testing.assert_close(shared, repeated, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="cannot share"):
+        block(x[:5], None, key_mask, query_mask[:5], kv=block.keys_values(y))
+
+
+def test_a_block_gives_a_subset_of_queries_the_outputs_it_gives_them_among_all():
+    """What lets the row interaction's last block compute only the CLS tokens: each query's output depends on
+    itself and the keys alone."""
+    torch.manual_seed(0)
+    block = MAB(8, 2).eval()
+    x = torch.randn(5, 7, 8)
+    mask = torch.rand(5, 7) > 0.3
+    mask[:, 0] = True
+    with torch.no_grad():
+        torch.testing.assert_close(block(x[:, :3], x, mask), block(x, x, mask)[:, :3], rtol=1e-5, atol=1e-6)
 
 
 def test_row_interaction_in_slices_equals_one_piece(monkeypatch):
