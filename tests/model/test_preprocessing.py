@@ -164,3 +164,33 @@ def test_pca_keeps_fewer_components_when_rank_is_lower():
     with pytest.warns(UserWarning):
         Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
     assert Z.shape[0] == 30 and Z.shape[1] <= 29
+
+
+def test_all_numeric_tables_read_in_one_block_match_the_column_by_column_path(monkeypatch):
+    """Tables whose columns are all plain numeric skip pandas' per-column access: the same columns, statistics,
+    dropped columns, encoding and refusals as the column-by-column path."""
+    import model.preprocessing as preprocessing
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "f": rng.normal(size=50),
+        "i": rng.integers(0, 9, 50),
+        "u": rng.integers(0, 200, 50).astype(np.uint8),
+        "n": pd.array([None if j % 7 == 0 else j for j in range(50)], dtype="Int64"),
+        "h": np.where(np.arange(50) % 5 == 0, np.nan, rng.normal(size=50)).astype(np.float32),
+        "c": np.full(50, 3.0),
+    })
+    fast = TablePreprocessor().fit(frame)
+    fast_out = fast.transform(frame.iloc[:20])
+    monkeypatch.setattr(preprocessing, "_numeric_block", lambda frame: None)
+    slow = TablePreprocessor().fit(frame)
+    slow_out = slow.transform(frame.iloc[:20])
+    assert fast.columns_ == slow.columns_ and fast.dropped_ == slow.dropped_ == {"column 'c'": "constant"}
+    np.testing.assert_array_equal(fast_out[0], slow_out[0])
+    np.testing.assert_array_equal(fast_out[1], slow_out[1])
+    monkeypatch.undo()
+    bad = frame.assign(h=np.where(np.arange(50) == 3, np.inf, frame["h"]))
+    with pytest.raises(ValueError, match="column 'h' contains inf"):
+        TablePreprocessor().fit(bad)
+    with pytest.raises(ValueError, match="column 'h' contains inf"):
+        fast.transform(bad)
