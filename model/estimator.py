@@ -74,7 +74,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Orderings of the columns the table is clustered in (:mod:`model.ensemble`): their partitions, clusters
         matched, and their posteriors over K are averaged. The network is not invariant to the column order, and
         each ordering errs differently: on 400 held-out prior tasks 4 orderings raised the median ARI with K
-        inferred from 0.547 to 0.701 over one. The cost grows about linearly (about 4x for 4); 1 is the paper's
+        inferred from 0.547 to 0.701 over one. The cost grows with them (about 2.5x for 4); 1 is the paper's
         single pass, the fast choice (``benchmarks/bench_inference.py`` times both). Tables with
         fewer orderings than that (D! < n_estimators) use all of theirs. The orderings are fixed for a given
         number of columns, so the result does not depend on ``random_state``.
