@@ -86,17 +86,20 @@ class IterativeDecoder(nn.Module):
                 R = ca_r[0](R, C, k_mask)
         return self.head(R, C)
 
+    @property
+    def fixed_rows(self) -> bool:
+        """Whether the rows stay the encoder's (``row_updates=False``): then :meth:`candidates` applies."""
+        return not any(ca_r for _, _, *ca_r in self.blocks)
+
     def candidates(self, R, ctx_mask, k_mask, seeds=None):
         """``forward`` for G candidate K per table at once: R (B, N, d), ctx_mask (B, N), k_mask (B*G, K_max)
         table-major (table b's candidates are rows b*G .. b*G+G-1), seeds (B, K_max) -> logits (B*G, N, K_max),
-        as ``forward`` on R and ctx_mask repeated G times (``repeat_interleave``). The rows are the same for every
-        candidate (the decoder does not update them, ``row_updates=False``), so their keys, values and head
-        projection are computed once per table, not once per candidate: 9 times less of the decoder's largest
-        cost at K_max = 10."""
+        as ``forward`` on R and ctx_mask repeated G times (``repeat_interleave``). Needs :attr:`fixed_rows`: the
+        rows are then the same for every candidate, so their keys, values and head projection are computed once
+        per table, not once per candidate: 9 times less of the decoder's largest cost at K_max = 10."""
+        if not self.fixed_rows:
+            raise ValueError("candidates needs a decoder that does not update the rows (row_updates=False)")
         g = k_mask.shape[0] // R.shape[0]
-        if any(ca_r for _, _, *ca_r in self.blocks):  # rows updated per candidate: nothing to share
-            rep = lambda t: None if t is None else t.repeat_interleave(g, dim=0)  # noqa: E731
-            return self.forward(rep(R), rep(ctx_mask), k_mask, rep(seeds))
         C = self._initial_prototypes(R, ctx_mask, seeds).repeat_interleave(g, dim=0)  # (B*G, K_max, d)
         for sa, ca_c in self.blocks:
             C = sa(C, C, k_mask)

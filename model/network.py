@@ -89,7 +89,7 @@ class TabClustNet(nn.Module):
         seeds = None
         if getattr(self.decoder, "seed_gain", None) is not None:  # one seeding per table, not one per candidate K
             seeds = farthest_point_seeds(R.detach(), table_ctx, self.cfg.k_max)
-        if hasattr(self.decoder, "candidates"):  # the rows' share of the decoder once per table
+        if getattr(self.decoder, "fixed_rows", False):  # the rows' share of the decoder once per table
             k_mask = candidate_k_mask(ks, self.cfg.k_max)
             logits = self.decoder.candidates(R, table_ctx, k_mask, seeds).masked_fill(~k_mask[:, None, :],
                                                                                        float("-inf"))
