@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import pickle
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -138,6 +140,16 @@ def read_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"no checkpoint file at {path} (not a file)")
     try:
         payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        refused = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if refused is None:  # a corrupt or non-torch file
+            raise CheckpointError(f"cannot read checkpoint {path}: corrupt or not a TabClustPFN checkpoint "
+                                  f"({type(exc).__name__})") from exc
+        # weights_only refused an object: it is never loaded, whatever torch's message suggests
+        raise CheckpointError(f"cannot read checkpoint {path}: it holds a Python object ({refused.group(1)}) "
+                              "beyond tensors and plain containers, so it was not written by "
+                              "model.checkpoint.save_checkpoint, and it is not unpickled (unsafe); re-save the "
+                              "weights with save_checkpoint") from exc
     except Exception as exc:  # torch raises several types for truncated/corrupt/non-torch files
         raise CheckpointError(f"cannot read checkpoint {path}: corrupt or not a TabClustPFN checkpoint "
                               f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from exc

@@ -33,9 +33,10 @@ class ModelConfig:
     ``cat_skip`` (the value skip's counterpart for categorical columns, on in ``small`` and ``tiny``): the row
     representation also gets, per categorical column, a learned code of its category (one per column position and
     category, initialised as random near-orthogonal unit vectors, centred over the context rows), so at
-    initialisation it is close to an isometry of the one-hot encoding k-means would use. Without it a table's categorical columns reach the rows
-    only through the CLS summary, which keeps little of them (ZEUS tasks with 27 of 30 columns categorical:
-    k-means on the encoder's rows 0.17 against 1.00 on the one-hot values; docs/DESIGN.md).
+    initialisation it is close to an isometry of the one-hot encoding k-means would use. Without it a table's
+    categorical columns reach the rows only through the CLS summary, which keeps little of them (ZEUS tasks with
+    27 of 30 columns categorical: k-means on the encoder's rows 0.17 against 1.00 on the one-hot values;
+    docs/DESIGN.md).
     """
 
     col_dim: int = 128  # E of a cell embedding

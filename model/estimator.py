@@ -120,8 +120,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     and the peak memory is set by ``max(n_context, batch_rows)`` rows, whatever N is.
 
     **Labels.** Clusters are numbered in order of first appearance in ``X`` (row 0 is in cluster 0). A cluster
-    that receives no row (possible, rarely) keeps its column in ``probabilities_``, after the non-empty ones, so
-    ``labels_`` always uses 0..m-1 for its m distinct values and ``n_clusters_`` may exceed m.
+    that receives no row (possible, rarely: a chosen K whose partition leaves a cluster empty, or a given
+    ``n_clusters`` larger than the table's distinct rows) keeps its column in ``probabilities_``, after the
+    non-empty ones, so ``labels_`` always uses 0..m-1 for its m distinct values and ``n_clusters_`` may exceed m.
+    When several K give the same partition, the smallest is chosen.
 
     **predict** assigns new rows with the fitted preprocessing, context and K, as non-context rows. For
     n_samples <= n_context, ``predict(X)`` on the fitted rows reproduces ``labels_``.
@@ -192,19 +194,23 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         n = frame.shape[0]
         if n < 2:
             raise ValueError(f"TabClustPFN needs at least 2 rows to cluster, got n_samples={n}.")
-        _check_feature_names(self, X, reset=True)
-        self.n_features_in_ = frame.shape[1]
+        n_ctx = min(n, self.n_context)  # the rows the partition is computed on
+        rows = f"n_samples={n}" if n_ctx == n else f"the context's n_context={n_ctx} rows; raise n_context"
         device = self._resolve_device()
-        path = self._checkpoint_path()
+        path = self._checkpoint_path().resolve()  # absolute: predict must find it from any working directory
         net, sha = self._network(path, device)
         k_max = net.cfg.k_max
         if self.n_clusters is not None:
             if not 2 <= self.n_clusters <= k_max:
                 raise ValueError(f"n_clusters={self.n_clusters} is outside 2..{k_max} (K_max of the checkpoint); "
                                  "pass n_clusters=None to let the model choose K.")
-            if self.n_clusters >= n:
+            if self.n_clusters >= n_ctx:
                 raise ValueError(f"n_clusters={self.n_clusters} must be smaller than the number of rows "
-                                 f"(n_samples={n}).")
+                                 f"({rows}).")
+        elif n_ctx < 3:  # K is in 2..rows-1
+            raise ValueError("choosing K needs at least 3 rows: " + (
+                f"got n_samples={n}; pass more rows." if n_ctx == n else
+                f"the context has n_context={n_ctx}; raise n_context."))
         k_cap = k_max if self.max_clusters is None else int(self.max_clusters)
         if not 2 <= k_cap <= k_max:
             raise ValueError(f"max_clusters={self.max_clusters} is outside 2..{k_max} (K_max of the checkpoint); "
@@ -214,6 +220,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                              "give one of them.")
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories)
         Z, cat_mask = pre.fit_transform(frame)
+        # every refusal is behind us: from here on the fitted attributes are replaced together
+        _check_feature_names(self, X, reset=True)
+        self.n_features_in_ = frame.shape[1]
 
         if n <= self.n_context:
             ctx = np.arange(n)
@@ -225,7 +234,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self._orders = column_orderings(Z.shape[1], self.n_estimators)  # read by _batch
         member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
         probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
-        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, max(2, n - 1)), rule=self.k_selection,
+        k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, n_ctx - 1), rule=self.k_selection,
                                   members=(member_probs, member_posteriors))
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
@@ -249,7 +258,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.context_indices_ = ctx
         self.preprocessor_ = pre
         self._context_X, self._cat_mask = Z[ctx], cat_mask
-        self._fitted_checkpoint, self._fitted_sha = path, sha
+        self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
+        self._fitted_sha = sha
         return self
 
     # -------------------------------------------------------- predict
@@ -266,6 +276,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         labels : ndarray of int64, shape (n_samples,)
         """
         check_is_fitted(self)
+        self._validate_params()  # set_params may have changed them since fit
         _check_feature_names(self, X, reset=False)
         frame = as_frame(X)
         if frame.shape[1] != self.n_features_in_:
@@ -273,10 +284,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                              f"{self.n_features_in_} features as input.")
         Z, _ = self.preprocessor_.transform(frame)
         device = self._resolve_device()
-        net, sha = self._network(self._fitted_checkpoint, device)
+        # the shipped weights are looked up where this copy of the package has them (a pickled estimator may be
+        # loaded elsewhere); the digest check below catches different weights either way
+        path = default_checkpoint_path() if self._fitted_checkpoint is None else self._fitted_checkpoint
+        net, sha = self._network(path, device)
         if sha != self._fitted_sha:
-            raise ValueError(f"the checkpoint {self._fitted_checkpoint} changed since fit (weights sha256 "
-                             f"{sha[:12]} != {self._fitted_sha[:12]}); fit again.")
+            raise ValueError(f"the checkpoint {path} is not the one fitted with (weights sha256 {sha[:12]} != "
+                             f"{self._fitted_sha[:12]}): it changed since fit; fit again.")
         P = self._assign(net, self._context_X, Z, self._cat_mask, self.n_clusters_, device)
         return self._relabel[P.argmax(axis=1)].astype(np.int64)
 

@@ -12,7 +12,8 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 * **Missing values** (NaN, None, pd.NA) are imputed: the median for numeric columns, the most frequent category
   for categorical ones. ``inf`` is refused (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
-  below 1e-12 of its scale) carry no cluster information and are dropped; if nothing remains, ``ValueError``.
+  below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
+  dropped; if nothing remains, ``ValueError``.
 * **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation.
 * **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
@@ -30,8 +31,11 @@ from __future__ import annotations
 
 import logging
 import numbers
+import os
+import sys
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -84,10 +88,21 @@ def as_frame(X: Any) -> pd.DataFrame:
             raise ValueError("Complex data not supported; pass real-valued features.")
         frame = pd.DataFrame(arr, copy=False)
     if frame.shape[0] == 0:
-        raise ValueError(f"empty table: X has 0 rows (shape={frame.shape}); pass at least 2 rows.")
+        raise ValueError(f"empty table: X has 0 rows (shape={frame.shape}); pass at least one row (fit needs 2).")
     if frame.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
     return frame
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` that makes a warning raised by the caller point at the first frame outside this package
+    and scikit-learn (the user's line, whether it called the preprocessor or the estimator)."""
+    package = str(Path(__file__).resolve().parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or f"{os.sep}sklearn{os.sep}" in frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _finite(values: np.ndarray, label: str) -> np.ndarray:
@@ -233,11 +248,15 @@ class TablePreprocessor:
         if present.size == 0:
             return "entirely missing"
         median = float(np.median(present))
-        filled = np.where(np.isnan(values), median, values)
-        mean, std = float(filled.mean()), float(filled.std())
-        if not std > 1e-12 * max(1.0, abs(mean)):
+        filled = np.where(np.isnan(values), median, values).astype(np.float64)
+        # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the
+        # test for "constant" is relative to the column's own unit (a spread of 1e-13 in a column of 1e-13 counts)
+        top = float(np.abs(filled).max())
+        unit = filled / top if top > 0 else filled
+        mean, std = float(unit.mean()), float(unit.std())
+        if not std > 1e-12:
             return "constant"
-        return _Column(j, label, False, center=mean, scale=std, fill=median)
+        return _Column(j, label, False, center=mean * top, scale=std * top, fill=median)
 
     def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
         missing = pd.isna(values)
@@ -370,7 +389,7 @@ class TablePreprocessor:
         k = self.max_features
         warnings.warn(f"{len(self.columns_)} usable features exceed the model's {k}: projecting the table "
                       f"onto its first {k} principal components (categorical columns one-hot encoded).",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=_user_stacklevel())
         self._design_mean, self._design_scale = 0.0, 1.0
         first = self._design(encoded[:1])
         total, sq, n = np.zeros(first.shape[1]), np.zeros(first.shape[1]), encoded.shape[0]
@@ -381,19 +400,31 @@ class TablePreprocessor:
         mean = total / n
         std = np.sqrt(np.maximum(sq / n - mean**2, 0.0))
         self._design_mean, self._design_scale = mean, np.where(std > 1e-12, std, 1.0)
-        cov = np.zeros((first.shape[1], first.shape[1]))
-        for start in range(0, n, _CHUNK_ROWS):
-            z = self._design(encoded[start : start + _CHUNK_ROWS])
-            cov += z.T @ z
-        eigval, eigvec = np.linalg.eigh(cov / n)
-        order = np.argsort(eigval)[::-1][:k]
-        eigval, eigvec = eigval[order], eigvec[:, order]
-        keep = eigval > 1e-10 * max(float(eigval[0]), 1e-300)  # drop null directions (rank < k)
-        eigval, eigvec = eigval[keep], eigvec[:, keep]
+        p = first.shape[1]
+        if n < p:  # wide table: the same axes from the n x n Gram matrix, O(n^2 P) instead of O(P^3) and P^2 memory
+            z = self._design(encoded)
+            gram_val, gram_vec = np.linalg.eigh(z @ z.T / n)
+            total_var = float((z**2).sum()) / n
+        else:
+            cov = np.zeros((p, p))
+            for start in range(0, n, _CHUNK_ROWS):
+                z = self._design(encoded[start : start + _CHUNK_ROWS])
+                cov += z.T @ z
+            eigval, eigvec = np.linalg.eigh(cov / n)
+            total_var = float(np.trace(cov)) / n
+        values = gram_val if n < p else eigval
+        order = np.argsort(values)[::-1][:k]
+        values = values[order]
+        keep = values > 1e-10 * max(float(values[0]), 1e-300)  # drop null directions (rank < k)
+        order, eigval = order[keep], values[keep]
+        if n < p:  # unit axes z^T u / sqrt(n * eigenvalue), as the covariance's eigenvectors
+            eigvec = z.T @ gram_vec[:, order] / np.sqrt(n * eigval)
+        else:
+            eigvec = eigvec[:, order]
         signs = np.sign(eigvec[np.abs(eigvec).argmax(0), np.arange(eigvec.shape[1])])
         self.components_ = eigvec * signs / np.sqrt(eigval)  # unit-variance scores
         logger.info("PCA keeps %d components explaining %.1f%% of the variance", eigvec.shape[1],
-                    100.0 * eigval.sum() / max(np.trace(cov / n), 1e-300))
+                    100.0 * eigval.sum() / max(total_var, 1e-300))
 
     def _project(self, encoded: np.ndarray) -> np.ndarray:
         out = np.empty((encoded.shape[0], self.components_.shape[1]), np.float32)

@@ -148,7 +148,7 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
 
     Returns
     -------
-    k : int, in 2..k_hi; among equal scores (e.g. identical partitions) the most probable K.
+    k : int, in 2..k_hi; among equal scores (e.g. identical partitions) the smallest K.
     scores : (K_max-1,) the posterior (``posterior_mode``) or the expected ARI (``expected_ari``, under the
         posterior renormalised over the admissible K) of every candidate; inadmissible candidates score -inf.
     """
@@ -173,5 +173,7 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
             weights = weights / np.maximum(weights.sum(1, keepdims=True), 1e-300)
             scores[:allowed] = expected_ari_members(labels, np.asarray(member_probs)[:, :allowed].argmax(-1),
                                                     weights)
-    best = np.flatnonzero(scores[:allowed] >= scores[:allowed].max() - 1e-12)  # ties: the most probable K
-    return 2 + int(best[np.argmax(posterior[best])]), scores
+    # ties (identical hard partitions at several K, e.g. duplicated rows): the smallest K, which leaves the fewest
+    # clusters without rows and spreads no probability over them
+    best = np.flatnonzero(scores[:allowed] >= scores[:allowed].max() - 1e-12)
+    return 2 + int(best[0]), scores

@@ -87,6 +87,26 @@ def test_truncated_file_is_refused(tmp_path):
         load_checkpoint(path)
 
 
+class _Payload:
+    """Unpickling this object would create the marker file: a stand-in for code hidden in a checkpoint."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_checkpoint_with_python_objects_is_refused_without_running_them(tmp_path):
+    marker = tmp_path / "ran"
+    path = tmp_path / "evil.pt"
+    torch.save({"format_version": FORMAT_VERSION, "payload": _Payload(marker)}, path)
+    with pytest.raises(CheckpointError, match=r"holds a Python object \(.*open\).*not unpickled") as info:
+        load_checkpoint(path)
+    assert "weights_only=False" not in str(info.value)  # torch's advice to load it anyway is not passed on
+    assert not marker.exists()
+
+
 def _rewrite(tmp_path, mutate):
     path = save_checkpoint(tmp_path / "m.pt", make_tiny_net())
     payload = torch.load(path, weights_only=True)

@@ -151,6 +151,10 @@ def test_max_clusters_leaves_a_given_n_clusters_alone(tiny_checkpoint):
         (_blobs(), {"n_clusters": 1}, r"n_clusters=1 is outside 2\.\.10"),
         (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
         (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
+        (_blobs()[:2], {}, r"choosing K needs at least 3 rows: got n_samples=2"),
+        (_blobs(), {"n_context": 3, "n_clusters": 3}, r"smaller than the number of rows \(the context's "
+                                                       r"n_context=3 rows; raise n_context\)"),
+        (_blobs(), {"n_context": 2}, r"at least 3 rows: the context has n_context=2; raise n_context"),
         (_blobs(), {"k_selection": "silhouette"}, "'k_selection' parameter .* must be a str among"),
         (_blobs(), {"max_clusters": 1}, r"max_clusters=1 is outside 2\.\.10"),
         (_blobs(), {"max_clusters": K_MAX + 1}, r"max_clusters=11 is outside 2\.\.10"),
@@ -269,9 +273,10 @@ def test_large_n_labels_agree_with_predict_for_context_and_other_rows(tiny_check
 def test_wide_table_is_reduced_with_a_warning(tiny_checkpoint):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 70))
-    with pytest.warns(UserWarning, match="principal components"):
+    with pytest.warns(UserWarning, match="principal components") as record:
         est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
     assert est.labels_.shape == (80,)
+    assert record[0].filename == __file__  # the warning points at the user's line, not at the package
 
 
 def test_default_checkpoint_missing_gives_a_clear_file_not_found(monkeypatch, tmp_path):
@@ -296,6 +301,58 @@ def test_networks_are_cached_per_path_mtime_and_reloaded_when_the_file_changes(t
         est.predict(_blobs())
     assert len(loads) == 2
     assert est.fit(_blobs()).predict(_blobs()).shape == (120,)  # a new fit uses the new weights
+
+
+def test_auto_k_stays_below_the_number_of_context_rows(tiny_checkpoint):
+    """With N > n_context the partitions come from the context alone, so K is bounded by its size, not N's."""
+    est = TabClustPFN(checkpoint=tiny_checkpoint, n_context=3, random_state=0).fit(_blobs())
+    assert est.n_clusters_ == 2
+    assert all(v == -np.inf for k, v in est.k_scores_.items() if k > 2)
+
+
+def test_a_failed_refit_leaves_the_previous_fit_usable(tiny_checkpoint):
+    X = _blobs()
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(X)
+    labels = est.labels_.copy()
+    bad = np.c_[X, X[:, :1]]
+    bad[0, 0] = np.inf
+    with pytest.raises(ValueError, match="contains inf"):
+        est.fit(bad)
+    assert est.n_features_in_ == 4
+    np.testing.assert_array_equal(est.predict(X), labels)
+
+
+def test_predict_checks_parameters_changed_after_fit(tiny_checkpoint):
+    est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(_blobs())
+    est.set_params(batch_rows=0)
+    with pytest.raises(ValueError, match="batch_rows"):
+        est.predict(_blobs())
+
+
+def test_relative_checkpoint_path_still_found_after_a_change_of_directory(tiny_checkpoint, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.chdir(Path(tiny_checkpoint).parent)
+    est = TabClustPFN(n_clusters=3, checkpoint=Path(tiny_checkpoint).name).fit(_blobs())
+    monkeypatch.chdir(tmp_path)
+    np.testing.assert_array_equal(est.predict(_blobs()), est.labels_)
+
+
+def test_unpickled_estimator_uses_the_shipped_weights_of_the_package_it_is_loaded_with(tmp_path, monkeypatch):
+    """A model fitted on the shipped weights and unpickled where the package lives elsewhere (another checkout,
+    another environment) predicts with that copy's weights, and refuses if they are not the ones fitted with."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    monkeypatch.setattr(estimator_module, "default_checkpoint_path", lambda: here / "shipped.pt")
+    save_checkpoint(here / "shipped.pt", make_tiny_net(0))
+    est = TabClustPFN(n_clusters=3).fit(_blobs())
+    blob = pickle.dumps(est)
+    (here / "shipped.pt").unlink()
+    monkeypatch.setattr(estimator_module, "default_checkpoint_path", lambda: there / "shipped.pt")
+    save_checkpoint(there / "shipped.pt", make_tiny_net(0))
+    np.testing.assert_array_equal(pickle.loads(blob).predict(_blobs()), est.labels_)
+    save_checkpoint(there / "shipped.pt", make_tiny_net(1))
+    with pytest.raises(ValueError, match="changed since fit"):
+        pickle.loads(blob).predict(_blobs())
 
 
 def test_pickle_round_trip_drops_the_network_and_predicts_the_same(tiny_checkpoint):

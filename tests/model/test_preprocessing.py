@@ -78,6 +78,20 @@ def test_constant_and_all_missing_columns_are_dropped():
     assert Z.shape == (3, 2)
 
 
+@pytest.mark.parametrize("unit", [1e-13, 1.0, 1e300])
+def test_columns_are_kept_and_z_normalised_whatever_their_unit(unit):
+    """Whether a column is constant is judged against its own magnitude: capacitances in farads are not
+    dropped, and values near the float64 range neither overflow nor turn into zeros."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 1))
+    X = np.c_[x * unit + 3 * unit, np.full(50, 7 * unit), rng.normal(size=50)]
+    pre = TablePreprocessor().fit(X)
+    assert pre.dropped_ == {"column 1": "constant"}
+    Z, _ = pre.transform(X)
+    expected = (x[:, 0] - x[:, 0].mean()) / x[:, 0].std()
+    np.testing.assert_allclose(Z[:, 0], expected, atol=1e-5)
+
+
 def test_nothing_left_after_dropping_is_refused():
     X = np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 1.0]])
     with pytest.raises(ValueError, match="no usable column"):
@@ -164,6 +178,26 @@ def test_pca_keeps_fewer_components_when_rank_is_lower():
     with pytest.warns(UserWarning):
         Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
     assert Z.shape[0] == 30 and Z.shape[1] <= 29
+
+
+def test_pca_of_a_wide_table_from_few_rows_equals_the_covariance_route():
+    """Fewer rows than features: the axes come from the rows' Gram matrix, not the P x P covariance; repeating
+    every row leaves the mean and covariance alone and takes the covariance route, so both must agree."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 12)) @ rng.normal(size=(12, 150)) + 0.1 * rng.normal(size=(40, 150))
+    with pytest.warns(UserWarning):
+        wide = TablePreprocessor(max_features=16).fit(X)
+    with pytest.warns(UserWarning):
+        tall = TablePreprocessor(max_features=16).fit(np.tile(X, (4, 1)))  # 160 rows > 150 features
+    np.testing.assert_allclose(wide.components_, tall.components_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(wide.transform(X)[0], tall.transform(X)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_pca_warning_points_at_the_callers_line():  # the estimator's case: tests/model/test_estimator.py
+    X = np.random.default_rng(5).normal(size=(30, 70))
+    with pytest.warns(UserWarning, match="principal components") as record:
+        TablePreprocessor(max_features=64).fit(X)
+    assert record[0].filename == __file__
 
 
 def test_all_numeric_tables_read_in_one_block_match_the_column_by_column_path(monkeypatch):

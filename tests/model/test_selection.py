@@ -89,13 +89,30 @@ def test_unknown_rule_is_refused():
         select_k(np.zeros((9, 4, 10)), np.full(9, 1 / 9), k_hi=3, rule="silhouette")
 
 
-def test_identical_partitions_tie_and_the_most_probable_k_wins():
-    labels = np.tile(np.repeat([0, 1, 2], 10), (9, 1))  # every candidate returned the same partition
+@pytest.mark.parametrize("rule", ["expected_ari", "posterior_mode"])
+def test_ties_go_to_the_smallest_k(rule):
+    """Every candidate K returned the same 3-cluster partition (e.g. a table of 3 distinct rows repeated): the
+    scores tie, and the smallest K wins even where a larger one is more probable, so the reported K leaves the
+    fewest clusters without rows."""
+    labels = np.tile(np.repeat([0, 1, 2], 10), (9, 1))
     post = np.full(9, 0.1)
-    post[3] = 0.2  # K = 5
+    post[3] = 0.2  # K = 5 is the most probable
+    if rule == "posterior_mode":
+        post[:] = 1.0  # the mode's scores tie only when the posterior does
+    k, scores = select_k(_one_hot_probs(labels, 10), post / post.sum(), k_hi=10, rule=rule)
+    assert k == 2
+    np.testing.assert_allclose(scores, 1.0 if rule == "expected_ari" else 1 / 9)
+
+
+
+def test_a_tie_among_larger_k_goes_to_the_smallest_of_them():
+    labels = np.tile(np.repeat([0, 1, 2], 10), (9, 1))  # K = 3..10: the same 3 clusters
+    labels[0] = np.repeat([0, 1], 15)  # K = 2: another partition
+    post = np.full(9, 0.1)
+    post[3] = 0.2  # K = 5 is the most probable
     k, scores = select_k(_one_hot_probs(labels, 10), post / post.sum(), k_hi=10, rule="expected_ari")
-    assert k == 5
-    np.testing.assert_allclose(scores, 1.0)
+    assert scores[1] == pytest.approx(scores[3]) and scores[1] > scores[0]
+    assert k == 3
 
 
 def test_cross_ari_equals_sklearn_for_every_pair():
