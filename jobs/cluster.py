@@ -14,15 +14,16 @@ import sys
 import pandas as pd
 
 from model.selection import K_SELECTIONS
-from pipeline.batch_cluster import MAX_COLUMNS, ClusterJobConfig, run_batch
+from pipeline.batch_cluster import MAX_COLUMNS, ClusterJobConfig, UsageError, run_batch
 
 EPILOG = f"""exit status: 0 when every table was clustered, 2 when any table failed (its reason is in
-summary.csv and printed below), 1 when the job could not run at all (no tables found, checkpoint missing).
+summary.csv and printed below) or an option is unusable (printed with the usage line, as argparse does),
+1 when the job could not run at all (no tables found, checkpoint missing). An MLflow problem is only a warning.
 Tables are refused when unreadable, empty, with one row, all missing, with a free-text column, or with more
 than --max-columns feature columns (default {MAX_COLUMNS}); the other tables still complete."""
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -43,20 +44,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-columns", type=int, default=MAX_COLUMNS, help="feature-column limit per table")
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: sqlite:///mlruns.db)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
+    try:  # an option the config refuses is a usage error: argparse's message and exit status 2
         cfg = ClusterJobConfig(inputs=tuple(args.inputs), output_dir=args.output, n_clusters=args.n_clusters,
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
                                n_estimators=args.n_estimators,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
         summary = run_batch(cfg)
+    except UsageError as exc:
+        parser.error(str(exc))
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

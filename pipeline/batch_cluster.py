@@ -6,7 +6,8 @@ more columns than :data:`MAX_COLUMNS`) gives a failed summary row with the reaso
 
 Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
 ``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`). The driver writes every file, so with
-``ray job submit`` they land on the head node; the input paths must be readable by the workers.
+``ray job submit`` they land on the head node; the input paths must be readable by the workers. MLflow tracking is
+a record of the run, not its result: a tracking problem is logged as a warning and never loses the outputs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ MAX_CATEGORY_LEVELS = 50
 OUTPUT_CLUSTER_COLUMN = "cluster"
 SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "seconds", "ari", "nmi",
                    "error", "path"]
+#: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
+#: past it the job fails instead of waiting forever for CPUs the cluster does not free.
+ACTOR_START_TIMEOUT_S = 300.0
+#: Characters of a table name kept in its MLflow metric keys (the full name is in ``summary.csv``).
+METRIC_NAME_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,10 @@ class ClusterJobConfig:
     checkpoint : str, optional
         Model checkpoint; None uses the one shipped with the package.
     num_workers : int, optional
-        Ray actors (each loads the model once); default: one per logical CPU, at most one per table.
+        Ray actors (each loads the model once and takes 1 CPU); default: one per free CPU. At most one per table
+        and one per CPU of the cluster (see :func:`worker_count`).
     seed : int
-        ``random_state`` of the estimator, the same for every table.
+        ``random_state`` of the estimator, the same for every table; in 0..2**32 - 1 (numpy's seed range).
     max_columns : int
         Tables with more feature columns fail with a clear reason (see :data:`MAX_COLUMNS`).
     tracking_uri : str, optional
@@ -113,6 +120,13 @@ class ClusterJobConfig:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
             raise ValueError(f"max_columns must be >= 1, got {self.max_columns}")
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed must be in 0..{2**32 - 1} (numpy's seed range), got {self.seed}")
+
+
+class UsageError(ValueError):
+    """A setting that cannot work (e.g. an output folder that would overwrite the inputs), found before any work;
+    ``jobs/cluster.py`` reports it as a usage error, like argparse."""
 
 
 class TableError(ValueError):
@@ -203,7 +217,8 @@ def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:
     """Expand files, directories and glob patterns into a sorted, de-duplicated list of table paths.
 
     A named file is kept even when it does not exist or has another suffix (it then fails as unreadable, with
-    the reason in the summary); a directory contributes its CSV/Parquet files; a pattern its matches.
+    the reason in the summary); a directory contributes its CSV/Parquet files; a pattern its matches. An existing
+    file is taken as itself even when its name holds glob characters (``run[1]/t.csv``), never as a pattern.
 
     Raises
     ------
@@ -216,6 +231,8 @@ def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:
         path = Path(item)
         if path.is_dir():
             hits = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)
+        elif path.is_file():
+            hits = [path]
         elif glob.has_magic(item):
             hits = sorted(Path(p) for p in glob.glob(item, recursive=True)
                           if Path(p).is_file() and Path(p).suffix.lower() in TABLE_SUFFIXES)
@@ -360,10 +377,20 @@ class TableClusterer:
                              max_columns=self._max_columns)
 
 
-def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result) -> float:
+def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result, *,
+                   start_timeout: float = ACTOR_START_TIMEOUT_S) -> float:
     """Feed the tables to a pool of actors, one table in flight per actor, replacing any actor that dies.
 
-    Returns the seconds spent starting the actors (each loads the model).
+    Each actor gets tables as soon as it has loaded the model, so an actor that the cluster cannot schedule (no
+    free CPU) never holds up the others. When no actor is ready and none has a table in flight for
+    ``start_timeout`` seconds, the job fails with the reason instead of waiting forever.
+
+    Returns the seconds until the first actor had loaded the model.
+
+    Raises
+    ------
+    RuntimeError
+        An actor could not load the model, or no actor started within ``start_timeout`` seconds.
     """
     import ray
 
@@ -371,18 +398,37 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators)
-    actors = [actor_cls.remote(*args) for _ in range(num_workers)]
-    try:
-        ray.get([a.ready.remote() for a in actors])
-    except ray.exceptions.RayActorError as exc:
-        raise RuntimeError(f"the Ray workers could not load the model: {exc}") from None
-    startup = time.perf_counter() - start
-    idle, queue, pending = list(actors), deque(jobs), {}
+
+    def launch() -> None:
+        actor = actor_cls.remote(*args)
+        starting[actor.ready.remote()] = actor
+
+    starting: dict = {}
+    for _ in range(num_workers):
+        launch()
+    startup = None
+    idle, queue, pending = [], deque(jobs), {}
     while queue or pending:
         while queue and idle:
             actor, (path, name) = idle.pop(), queue.popleft()
             pending[actor.run.remote(str(path), name)] = (actor, path, name)
-        [ref], _ = ray.wait(list(pending), num_returns=1)
+        waiting = list(pending) + list(starting) if queue else list(pending)
+        done, _ = ray.wait(waiting, num_returns=1, timeout=None if pending else start_timeout)
+        if not done:
+            free = ray.available_resources().get("CPU", 0)
+            raise RuntimeError(f"no Ray worker started within {start_timeout:.0f} s: {len(starting)} wait for 1 "
+                               f"CPU each and the cluster has {free:g} free; free CPUs or pass a smaller "
+                               "--num-workers")
+        ref = done[0]
+        if ref in starting:
+            actor = starting.pop(ref)
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError as exc:
+                raise RuntimeError(f"the Ray workers could not load the model: {exc}") from None
+            startup = time.perf_counter() - start if startup is None else startup
+            idle.append(actor)
+            continue
         actor, path, name = pending.pop(ref)
         try:
             row, out = ray.get(ref)
@@ -391,23 +437,33 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
             logger.warning("worker died on %s: %s", path, exc)
             row, out = _failed_row(name, path, "the worker process died while clustering this table (out of "
                                    "memory?); try it alone or with fewer rows/columns", 0.0), None
-            idle.append(actor_cls.remote(*args))
+            launch()
         except ray.exceptions.RayTaskError as exc:
             row, out = _failed_row(name, path, f"unexpected error: {exc.cause!r}", 0.0), None
             idle.append(actor)
         on_result(row, out)
-    return startup
+    for actor in list(starting.values()) + idle:
+        ray.kill(actor)
+    return startup if startup is not None else time.perf_counter() - start
 
 
 def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     """Cluster every table of ``cfg.inputs`` on Ray actors, write the outputs and log one MLflow run.
 
+    MLflow is set up before any table is clustered, so a bad store or a deleted experiment shows at once; either
+    way a tracking failure is only a logged warning: the outputs and the summary stand.
+
     Returns
     -------
     DataFrame
         The summary (also written to ``output_dir/summary.csv``), one row per table in input order. Its
-        ``attrs`` hold ``num_workers``, ``startup_seconds`` (starting the actors, loading the model) and
-        ``clustering_seconds`` (from the first table sent to the last result).
+        ``attrs`` hold ``num_workers``, ``startup_seconds`` (until the first actor had loaded the model),
+        ``clustering_seconds`` (from then to the last result) and ``mlflow_run_id`` (None when not tracked).
+
+    Raises
+    ------
+    UsageError
+        The output folder is an existing file, or an output would overwrite an input.
     """
     from tqdm.auto import tqdm
 
@@ -420,15 +476,17 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     cfg = dataclasses.replace(cfg, inputs=tuple(inputs), label_column=label_column)
     paths = discover_tables(cfg.inputs)
     names = table_names(paths)
-    check_checkpoint(cfg.checkpoint, cfg.n_clusters, cfg.max_clusters)
     out_dir = Path(cfg.output_dir)
+    check_outputs(out_dir, cfg.inputs, paths, names)
+    check_checkpoint(cfg.checkpoint, cfg.n_clusters, cfg.max_clusters)
+    experiment_id = _start_tracking(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
 
     init_ray()
     import ray
 
-    cpus = int(ray.available_resources().get("CPU", 1))
-    num_workers = min(len(paths), cfg.num_workers or max(1, cpus))
+    num_workers = worker_count(cfg.num_workers, len(paths), ray.available_resources().get("CPU", 0),
+                               ray.cluster_resources().get("CPU", 0))
     logger.info("clustering %d tables on %d Ray workers", len(paths), num_workers)
     rows: dict[str, dict] = {}
     start = time.perf_counter()
@@ -442,10 +500,55 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
         startup = _run_on_actors(cfg, list(zip(paths, names)), num_workers, on_result)
     summary = pd.DataFrame([rows[n] for n in names], columns=SUMMARY_COLUMNS)
     summary.attrs = {"num_workers": num_workers, "startup_seconds": startup,
-                     "clustering_seconds": time.perf_counter() - start - startup}
+                     "clustering_seconds": time.perf_counter() - start - startup, "mlflow_run_id": None}
     summary.to_csv(out_dir / "summary.csv", index=False)
-    _log_mlflow(cfg, summary, out_dir / "summary.csv")
+    if experiment_id is not None:
+        summary.attrs["mlflow_run_id"] = _log_mlflow(cfg, summary, out_dir / "summary.csv", experiment_id)
     return summary
+
+
+def worker_count(requested: int | None, tables: int, free_cpus: float, total_cpus: float) -> int:
+    """Actors to start: ``requested`` (default: one per free CPU), at most one per table and at least 1.
+
+    Each actor takes 1 CPU, so more actors than the cluster has CPUs could never all start: they are capped, with
+    a warning. Actors beyond the free CPUs start as CPUs free up; meanwhile the others cluster (see
+    :func:`_run_on_actors`).
+    """
+    total = max(1, int(total_cpus))
+    wanted = max(1, min(tables, requested or int(free_cpus)))
+    if wanted > total:
+        logger.warning("%d Ray workers requested, but the cluster has %d CPUs (each worker takes 1): starting %d; "
+                       "pass --num-workers %d or less", wanted, total, total, total)
+        wanted = total
+    elif wanted > free_cpus:
+        logger.info("%d Ray workers requested, %g of the cluster's %d CPUs free: the others start as CPUs free up",
+                    wanted, free_cpus, total)
+    return wanted
+
+
+def check_outputs(out_dir: Path, inputs: tuple[str, ...], paths: list[Path], names: list[str]) -> None:
+    """Refuse an output folder that is a file, that is an input folder, or whose files would overwrite an input.
+
+    Writing into an input folder would also make the next run read ``summary.csv`` and the outputs as tables.
+
+    Raises
+    ------
+    UsageError
+        With the clashing path and what to do.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"output {str(out_dir)!r} is an existing file, not a folder: give a folder (created if "
+                         "missing) with --output")
+    target = out_dir.resolve()
+    for item in inputs:
+        if Path(item).is_dir() and Path(item).resolve() == target:
+            raise UsageError(f"output folder {str(out_dir)!r} is the input folder {item!r}: the outputs would "
+                             "overwrite the tables and be read as tables next time; give another --output")
+    taken = {p.resolve() for p in paths}
+    for out in [target / f"{n}.parquet" for n in names] + [target / "summary.csv"]:
+        if out in taken:
+            raise UsageError(f"output {str(out)!r} would overwrite the input table of the same path; give an "
+                             "--output folder outside the inputs")
 
 
 def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None, max_clusters: int | None = None
@@ -479,49 +582,85 @@ def check_checkpoint(checkpoint: str | None, n_clusters: int | None = None, max_
 
 
 def _write_output(out_dir: Path, row: dict, out: pd.DataFrame | None) -> None:
-    """Write ``<table>.parquet`` for a clustered table; remove a stale one left for a table that failed."""
+    """Write ``<table>.parquet`` for a clustered table; remove a stale one left for a table that failed.
+
+    A Parquet input's own index (e.g. an ``id`` index) is written too and comes back on reading; the default
+    0..N-1 index of a CSV is not stored as a column (``index=None``).
+    """
     target = out_dir / f"{row['table']}.parquet"
     if out is None:
         target.unlink(missing_ok=True)
         return
     try:
-        out.to_parquet(target, index=False)
+        out.to_parquet(target, index=None)
     except Exception as exc:  # e.g. an input column Parquet cannot store
         target.unlink(missing_ok=True)
         row.update(status="failed", error=f"clustered, but writing {target.name} failed ({exc})")
 
 
-def _metric_key(name: str) -> str:
-    """A table name made safe for an MLflow metric key."""
-    return "".join(ch if ch.isalnum() or ch in "_-. /" else "_" for ch in name)
+def _metric_prefixes(names: list[str]) -> list[str]:
+    """Valid, unique MLflow metric key prefixes: the table's position in ``summary.csv`` plus its name made safe.
+
+    The position keeps names that clean up alike (``a+b`` and ``a_b``) apart; the name is cut to
+    :data:`METRIC_NAME_CHARS` characters of ``[A-Za-z0-9_-]``, since MLflow refuses keys over 250 characters or
+    with path parts such as ``..``. The full names are in the ``summary.csv`` artifact.
+    """
+    width = len(str(max(len(names) - 1, 0)))
+    prefixes = []
+    for i, name in enumerate(names):
+        safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_-") else "_" for ch in name)
+        prefixes.append(f"{i:0{width}d}_{safe[:METRIC_NAME_CHARS]}")
+    return prefixes
 
 
-def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path) -> None:
-    """One MLflow run: the settings, per-table metrics, totals and ``summary.csv`` as an artifact."""
+def _start_tracking(cfg: ClusterJobConfig) -> str | None:
+    """Set up MLflow before any clustering and return the experiment id; None (with a warning) when it fails."""
+    try:
+        from pipeline.tracking import setup_tracking
+
+        return setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
+    except Exception as exc:  # any store or experiment problem: the clustering does not depend on it
+        logger.warning("MLflow tracking is off for this run (%s: %s); the tables are still clustered. Check "
+                       "--tracking-uri, or restore or delete the experiment %r", type(exc).__name__, exc,
+                       cfg.experiment)
+        return None
+
+
+def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path, experiment_id: str
+                ) -> str | None:
+    """One MLflow run: the settings, per-table metrics, totals and ``summary.csv`` as an artifact.
+
+    Returns the run id, or None with a logged warning when MLflow fails: the outputs are already written.
+    """
     import mlflow
 
-    from pipeline.tracking import setup_tracking
-
-    setup_tracking(cfg.tracking_uri, experiment=cfg.experiment)
     ok = summary[summary["status"] == "ok"]
-    with mlflow.start_run(run_name="batch-cluster"):
-        mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
-                           "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
-                           "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
-                           "max_columns": cfg.max_columns, "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
-                           "max_clusters": cfg.max_clusters,
-                           "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS})
-        busy = summary.attrs["clustering_seconds"]
-        metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
-                   "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,
-                   "tables_per_minute": 60.0 * len(summary) / max(busy, 1e-9)}
-        for row in ok.itertuples():
-            key = _metric_key(row.table)
-            metrics[f"{key}.n_clusters"] = float(row.n_clusters)
-            metrics[f"{key}.seconds"] = float(row.seconds)
-            for name in ("ari", "nmi"):
-                value = getattr(row, name)
-                if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                    metrics[f"{key}.{name}"] = float(value)
-        mlflow.log_metrics(metrics)
-        mlflow.log_artifact(str(summary_path))
+    try:
+        with mlflow.start_run(run_name="batch-cluster", experiment_id=experiment_id) as run:
+            mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
+                               "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
+                               "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
+                               "max_columns": cfg.max_columns,
+                               "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
+                               "max_clusters": cfg.max_clusters,
+                               "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS})
+            busy = summary.attrs["clustering_seconds"]
+            metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
+                       "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,
+                       "tables_per_minute": 60.0 * len(summary) / max(busy, 1e-9)}
+            prefixes = dict(zip(summary.index, _metric_prefixes(list(summary["table"]))))
+            for index, row in ok.iterrows():
+                key = prefixes[index]
+                metrics[f"{key}.n_clusters"] = float(row["n_clusters"])
+                metrics[f"{key}.seconds"] = float(row["seconds"])
+                for name in ("ari", "nmi"):
+                    value = row[name]
+                    if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                        metrics[f"{key}.{name}"] = float(value)
+            mlflow.log_metrics(metrics)
+            mlflow.log_artifact(str(summary_path))
+            return run.info.run_id
+    except Exception as exc:  # the outputs are written: a tracking failure must not fail the job
+        logger.warning("MLflow logging failed (%s: %s); the outputs and %s are complete", type(exc).__name__, exc,
+                       summary_path)
+        return None

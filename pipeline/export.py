@@ -7,12 +7,14 @@ training in a new phase (``--init-checkpoint``) or to ship the best weights of a
 from __future__ import annotations
 
 import logging
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
 from model import ModelConfig, TabClustNet
 from model.checkpoint import save_checkpoint
-from pipeline.prior_stream import checkpoint_dir_name, latest_checkpoint_step
+from pipeline.prior_stream import CHECKPOINT_PREFIX, STATE_FILE, checkpoint_dir_name
 from pipeline.train_loop import load_train_state
 
 logger = logging.getLogger(__name__)
@@ -24,12 +26,41 @@ def export_run(run_dir: str | Path, output: str | Path, *, step: int | None = No
 
     The checkpoint's metadata records the source run, its step, the tasks it had seen and its training config,
     merged with ``metadata``.
+
+    Raises
+    ------
+    FileNotFoundError
+        The run has no checkpoint, or none at ``step`` (the message lists the steps it has).
+    ValueError
+        ``step`` < 1, ``output`` is a directory, ``metadata`` is not a dict, or the training state cannot be
+        read (e.g. truncated by a crash while it was written): export an earlier step.
     """
-    run_dir = Path(run_dir)
-    step = latest_checkpoint_step(run_dir) if step is None else step
+    run_dir, output = Path(run_dir), Path(output)
+    if step is not None and step < 1:
+        raise ValueError(f"step must be >= 1 (a checkpoint step of the run), got {step}; leave it out for the "
+                         "newest")
+    if output.is_dir():
+        raise ValueError(f"output {str(output)!r} is a directory: give a file path, e.g. "
+                         f"{str(output / 'model.pt')!r}")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict (a JSON object), got {type(metadata).__name__}")
+    steps = _checkpoint_steps(run_dir)
+    if step is None:
+        step = steps[-1] if steps else 0
     if not step:
-        raise FileNotFoundError(f"no training checkpoint in {run_dir}")
-    state = load_train_state(run_dir / checkpoint_dir_name(step))
+        raise FileNotFoundError(f"no training checkpoint in {run_dir} (no {CHECKPOINT_PREFIX}*/{STATE_FILE}): give "
+                                "a run directory of jobs/pretrain.py")
+    if step not in steps:
+        raise FileNotFoundError(f"no training checkpoint at step {step} in {run_dir}; it has steps {steps}")
+    try:
+        state = load_train_state(run_dir / checkpoint_dir_name(step))
+    except (RuntimeError, EOFError, pickle.UnpicklingError) as exc:  # torch.load on a truncated or corrupt file
+        earlier = [s for s in steps if s < step]
+        hint = f"export an earlier step with --step {earlier[-1]}" if earlier else "the run has no earlier step"
+        reason = str(exc).split(". ")[0]
+        raise ValueError(f"the training state of step {step} ({run_dir / checkpoint_dir_name(step) / STATE_FILE}) "
+                         f"is unreadable, probably truncated by a crash while it was written ({reason}); "
+                         f"{hint}") from None
     net = TabClustNet(ModelConfig.from_dict(state["model_config"]))
     net.load_state_dict(state["model"])
     train_config = state["train_config"]
@@ -43,3 +74,9 @@ def export_run(run_dir: str | Path, output: str | Path, *, step: int | None = No
     path = save_checkpoint(output, net, meta)
     logger.info("exported %s step %d to %s", run_dir, step, path)
     return path
+
+
+def _checkpoint_steps(run_dir: Path) -> list[int]:
+    """Steps of ``run_dir``'s checkpoint directories that hold a training state, ascending."""
+    return sorted(int(m.group(1)) for p in run_dir.glob(f"{CHECKPOINT_PREFIX}*")
+                  if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file())

@@ -101,10 +101,49 @@ def test_unusable_checkpoint_or_k_fails_before_any_table(job, tmp_path, tiny_che
     assert "n_clusters=11 is outside 2..10" in capsys.readouterr().err
     assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--max-clusters", "11"]) == 1
     assert "max_clusters=11 is outside 2..10" in capsys.readouterr().err
-    assert job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "4", "--max-clusters",
-                                                                           "3"]) == 1
+    with pytest.raises(SystemExit) as exc:  # a usage error: argparse's message and exit status
+        job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + ["--n-clusters", "4", "--max-clusters", "3"])
+    assert exc.value.code == 2
     assert "n_clusters=4 is larger than max_clusters=3" in capsys.readouterr().err
     assert not (tmp_path / "out" / "summary.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--seed", "-1"], "error: seed must be in 0..4294967295 (numpy's seed range), got -1"),
+        (["--output", "{file}"], "is an existing file, not a folder: give a folder (created if missing)"),
+        (["--output", "{input}"], "is the input folder"),
+    ],
+)
+def test_unusable_options_are_usage_errors_with_exit_status_2(job, tmp_path, tiny_checkpoint, tracking_uri, capsys,
+                                                              flags, match):
+    good = tmp_path / "in"
+    good.mkdir()
+    _good_table(good / "one.csv")
+    (tmp_path / "afile").write_text("not a folder")
+    flags = [f.format(file=tmp_path / "afile", input=good) for f in flags]
+    with pytest.raises(SystemExit) as exc:
+        job.main(_args(tmp_path, tiny_checkpoint, tracking_uri, good) + flags)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and match in err and "Traceback" not in err
+    assert sorted(p.name for p in good.iterdir()) == ["one.csv"]
+
+
+@pytest.mark.slow
+def test_an_mlflow_failure_leaves_the_results_and_exit_status(ray_local, job, tmp_path, tiny_checkpoint, capsys,
+                                                              caplog):
+    good = tmp_path / "in"
+    good.mkdir()
+    _good_table(good / "one.csv")
+    (tmp_path / "afile").write_text("a file, so no database can be created under it")
+    broken_uri = f"sqlite:///{tmp_path / 'afile' / 'mlruns.db'}"
+    assert job.main(_args(tmp_path, tiny_checkpoint, broken_uri, good)) == 0
+    assert "1 of 1 tables clustered" in capsys.readouterr().out
+    assert "MLflow tracking is off for this run" in caplog.text
+    assert pd.read_csv(tmp_path / "out" / "summary.csv")["status"].tolist() == ["ok"]
+    assert (tmp_path / "out" / "one.parquet").is_file()
 
 
 @pytest.mark.slow

@@ -9,8 +9,14 @@ import pandas as pd
 import pytest
 
 from pipeline.batch_cluster import (
+    SUMMARY_COLUMNS,
     ClusterJobConfig,
     TableError,
+    UsageError,
+    _log_mlflow,
+    _run_on_actors,
+    _start_tracking,
+    _write_output,
     check_checkpoint,
     cluster_table,
     discover_tables,
@@ -19,9 +25,8 @@ from pipeline.batch_cluster import (
     read_table,
     run_batch,
     table_names,
+    worker_count,
 )
-
-
 
 
 def _blobs(n: int = 60, seed: int = 0) -> pd.DataFrame:
@@ -77,6 +82,16 @@ def test_discover_tables_expands_dirs_globs_and_files(tmp_path):
         discover_tables([str(tmp_path / "nothing*.csv")])
 
 
+def test_an_existing_file_with_glob_characters_is_taken_as_itself(tmp_path):
+    run = tmp_path / "run[1]"
+    run.mkdir()
+    (run / "t.csv").write_text("x\n1\n")
+    (tmp_path / "a*b?.csv").write_text("x\n1\n")
+    (tmp_path / "ab1.csv").write_text("x\n1\n")  # what "a*b?.csv" would match as a pattern
+    found = discover_tables([str(run / "t.csv"), str(tmp_path / "a*b?.csv")])
+    assert found == [(run / "t.csv").resolve(), (tmp_path / "a*b?.csv").resolve()]
+
+
 def test_table_names_are_unique_when_stems_collide(tmp_path):
     from pathlib import Path
 
@@ -105,6 +120,16 @@ def test_a_table_with_output_column_names_is_refused(tmp_path, tiny_checkpoint):
     _blobs().assign(cluster=0).to_csv(path, index=False)
     row, out = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "again")
     assert out is None and row["status"] == "failed" and "already has column(s) ['cluster']" in row["error"]
+
+
+def test_a_parquet_tables_own_index_is_kept_in_the_output(tmp_path, tiny_checkpoint):
+    df = _blobs(30).set_index(pd.Index([f"id{i}" for i in range(30)], name="id"))
+    df.to_parquet(tmp_path / "indexed.parquet")
+    row, out = cluster_table(load_estimator(tiny_checkpoint, None, 0), tmp_path / "indexed.parquet", "indexed")
+    _write_output(tmp_path, row, out)
+    written = pd.read_parquet(tmp_path / "indexed.parquet")
+    pd.testing.assert_index_equal(written.index, df.index)
+    pd.testing.assert_frame_equal(written[list(df.columns)], df)
 
 
 def test_numeric_column_with_placeholder_strings_is_refused():
@@ -151,6 +176,8 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
         ({"k_selection": "silhouette"}, "unknown k_selection 'silhouette'"),
         ({"max_clusters": 1}, "max_clusters must be >= 2"),
         ({"n_clusters": 5, "max_clusters": 3}, "n_clusters=5 is larger than max_clusters=3"),
+        ({"seed": -1}, r"seed must be in 0\.\.4294967295"),
+        ({"seed": 2**32}, r"seed must be in 0\.\.4294967295"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):
@@ -161,6 +188,126 @@ def test_bad_k_settings_are_refused_by_the_config(params, match):
 def test_max_clusters_above_the_checkpoints_k_max_is_refused_before_any_work(tiny_checkpoint):
     with pytest.raises(ValueError, match=r"max_clusters=11 is outside 2\.\.10"):
         check_checkpoint(tiny_checkpoint, None, 11)
+
+
+@pytest.mark.parametrize("case", ["output_is_input_dir", "output_overwrites_input", "output_is_a_file"])
+def test_outputs_that_would_overwrite_an_input_are_refused_before_any_work(tmp_path, tiny_checkpoint, case):
+    d = tmp_path / "in"
+    d.mkdir()
+    _blobs().to_parquet(d / "t.parquet")
+    inputs, output, match = {
+        "output_is_input_dir": ((str(d),), d / ".", "is the input folder"),
+        "output_overwrites_input": ((str(d / "t.parquet"),), d, "would overwrite the input table"),
+        "output_is_a_file": ((str(d),), d / "t.parquet", "is an existing file, not a folder"),
+    }[case]
+    cfg = ClusterJobConfig(inputs=inputs, output_dir=str(output), checkpoint=tiny_checkpoint, progress=False)
+    with pytest.raises(UsageError, match=match):
+        run_batch(cfg)
+    assert sorted(p.name for p in d.iterdir()) == ["t.parquet"]
+
+
+def test_worker_count_is_capped_at_the_clusters_cpus(caplog):
+    with caplog.at_level("WARNING", logger="pipeline.batch_cluster"):
+        assert worker_count(8, tables=10, free_cpus=2, total_cpus=2) == 2
+    assert "8 Ray workers requested, but the cluster has 2 CPUs" in caplog.text
+    assert worker_count(None, tables=10, free_cpus=3, total_cpus=4) == 3  # default: one per free CPU
+    assert worker_count(3, tables=10, free_cpus=1, total_cpus=4) == 3  # the others start as CPUs free up
+    assert worker_count(4, tables=2, free_cpus=4, total_cpus=4) == 2  # at most one per table
+    assert worker_count(None, tables=5, free_cpus=0, total_cpus=4) == 1
+
+
+def _summary(names: list[str]) -> pd.DataFrame:
+    summary = pd.DataFrame([{"table": n, "status": "ok", "rows": 10, "columns": 2, "n_clusters": i + 2,
+                             "k_posterior": "{}", "seconds": 0.1, "ari": 0.5, "nmi": 0.5, "error": "", "path": n}
+                            for i, n in enumerate(names)], columns=SUMMARY_COLUMNS)
+    summary.attrs = {"num_workers": 1, "startup_seconds": 1.0, "clustering_seconds": 1.0}
+    return summary
+
+
+def test_mlflow_metric_keys_are_valid_and_unique_for_any_table_name(tmp_path, tracking_uri):
+    import mlflow
+
+    names = ["..weird", "L" * 245, "a+b", "a_b", "sales 2024 (v2)", "ü/x"]
+    summary = _summary(names)
+    summary.to_csv(tmp_path / "summary.csv", index=False)
+    cfg = ClusterJobConfig(inputs=("x",), tracking_uri=tracking_uri)
+    run_id = _log_mlflow(cfg, summary, tmp_path / "summary.csv", _start_tracking(cfg))
+    assert run_id is not None
+    metrics = mlflow.MlflowClient(tracking_uri).get_run(run_id).data.metrics
+    k_keys = sorted(k for k in metrics if k.endswith(".n_clusters"))
+    assert len(k_keys) == len(names)  # none collide
+    assert [metrics[k] for k in k_keys] == [float(i + 2) for i in range(len(names))]  # in summary order
+    assert k_keys[2:4] == ["2_a_b.n_clusters", "3_a_b.n_clusters"]
+
+
+def test_an_mlflow_failure_is_a_warning_not_an_error(tmp_path, tracking_uri, monkeypatch, caplog):
+    import mlflow
+
+    cfg = ClusterJobConfig(inputs=("x",), tracking_uri=tracking_uri)
+    experiment_id = _start_tracking(cfg)
+    summary = _summary(["t"])
+    summary.to_csv(tmp_path / "summary.csv", index=False)
+
+    def broken(*args, **kwargs):
+        raise OSError("artifact store is full")
+
+    monkeypatch.setattr(mlflow, "log_artifact", broken)
+    with caplog.at_level("WARNING", logger="pipeline.batch_cluster"):
+        assert _log_mlflow(cfg, summary, tmp_path / "summary.csv", experiment_id) is None
+    assert "MLflow logging failed (OSError: artifact store is full)" in caplog.text
+
+    mlflow.MlflowClient(tracking_uri).delete_experiment(experiment_id)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pipeline.batch_cluster"):
+        assert _start_tracking(cfg) is None  # a deleted experiment: found before any table is clustered
+    assert "MLflow tracking is off for this run" in caplog.text and "restore or delete the experiment" in caplog.text
+
+
+@pytest.fixture()
+def hog_cpus(ray_local):
+    """Reserve CPUs of the session Ray in a placement group, as other jobs on a shared cluster would."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    groups = []
+
+    def hog(leave_free: int) -> None:
+        total = int(ray_local.cluster_resources()["CPU"])
+        group = placement_group([{"CPU": 1}] * (total - leave_free))
+        ray_local.get(group.ready(), timeout=120)
+        groups.append(group)
+
+    yield hog
+    for group in groups:
+        remove_placement_group(group)
+
+
+def _jobs(tmp_path, n: int) -> list:
+    jobs = []
+    for i in range(n):
+        path = tmp_path / f"t{i}.csv"
+        _blobs(30, seed=i).to_csv(path, index=False)
+        jobs.append((path, f"t{i}"))
+    return jobs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_actors_that_cannot_start_do_not_hold_up_the_others(hog_cpus, tmp_path, tiny_checkpoint):
+    hog_cpus(leave_free=1)  # room for 1 of the 2 actors
+    cfg = ClusterJobConfig(checkpoint=tiny_checkpoint, n_estimators=1)
+    rows = []
+    _run_on_actors(cfg, _jobs(tmp_path, 3), 2, lambda row, out: rows.append(row))
+    assert sorted(r["table"] for r in rows) == ["t0", "t1", "t2"] and all(r["status"] == "ok" for r in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_no_actor_able_to_start_is_a_clear_error_not_a_hang(hog_cpus, tmp_path, tiny_checkpoint):
+    hog_cpus(leave_free=0)
+    cfg = ClusterJobConfig(checkpoint=tiny_checkpoint, n_estimators=1)
+    with pytest.raises(RuntimeError, match=r"no Ray worker started within 2 s: 1 wait for 1 CPU each and the "
+                                           r"cluster has 0 free; free CPUs or pass a smaller --num-workers"):
+        _run_on_actors(cfg, _jobs(tmp_path, 1), 1, lambda row, out: None, start_timeout=2)
 
 
 @pytest.mark.slow
@@ -198,7 +345,10 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     assert len(runs) == 1
     m = runs[0].data.metrics
     assert m["tables_ok"] == 2 and m["tables_failed"] == len(BAD_REASONS)
-    assert {"good.ari", "good.nmi", "good.n_clusters", "mixed.seconds"} <= set(m)
+    position = {name: i for i, name in enumerate(summary["table"])}
+    good, mixed = f"{position['good']}_good", f"{position['mixed']}_mixed"
+    assert {f"{good}.ari", f"{good}.nmi", f"{good}.n_clusters", f"{mixed}.seconds"} <= set(m)
+    assert runs[0].info.run_id == summary.attrs["mlflow_run_id"]
     assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "expected_ari"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts

@@ -1,10 +1,19 @@
-"""Exporting a run's training state to the model format that the estimator loads."""
+"""Exporting: a run's training state to the model format that the estimator loads, and the model as an MLflow
+pyfunc that loads without this project."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -14,11 +23,20 @@ from pipeline.config import train_preset
 from pipeline.export import export_run
 from pipeline.train_loop import run_local
 
+REPO = Path(__file__).resolve().parents[2]
 
-def test_export_writes_the_newest_state_with_its_provenance(tmp_path):
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A finished tiny run with checkpoints at steps 2 and 4 (read-only: copy it to change it)."""
     cfg = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=0)
-    result = run_local(cfg, run_dir=tmp_path / "run")
-    out = export_run(tmp_path / "run", tmp_path / "model.pt", metadata={"note": "phase 1"})
+    run_dir = tmp_path_factory.mktemp("export") / "run"
+    return cfg, run_local(cfg, run_dir=run_dir), run_dir
+
+
+def test_export_writes_the_newest_state_with_its_provenance(tmp_path, tiny_run):
+    cfg, result, run_dir = tiny_run
+    out = export_run(run_dir, tmp_path / "model.pt", metadata={"note": "phase 1"})
     net, meta = load_checkpoint(out)
     assert meta["step"] == 4 and meta["source_run"] == "run" and meta["note"] == "phase 1"
     assert meta["tasks_seen"] == 4 * cfg.global_batch
@@ -32,3 +50,183 @@ def test_export_refuses_a_run_without_checkpoints(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no training checkpoint"):
         export_run(tmp_path / "empty", tmp_path / "model.pt")
+
+
+@pytest.fixture(scope="module")
+def export_job():
+    spec = importlib.util.spec_from_file_location("export_job", REPO / "jobs" / "export_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--metadata", "[1]"], "argument --metadata: must be a JSON object such as"),
+        (["--metadata", "notjson"], "argument --metadata: is not valid JSON"),
+        (["--step", "0"], "argument --step: must be >= 1 (a checkpoint step of the run), got 0"),
+        (["--output-is-a-dir"], "is a directory: give a file path, e.g."),
+    ],
+)
+def test_export_job_refuses_unusable_options_with_exit_status_2(export_job, tiny_run, tmp_path, capsys, flags,
+                                                                match):
+    output = str(tmp_path / "model.pt")
+    if flags == ["--output-is-a-dir"]:
+        flags, output = [], str(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        export_job.main([str(tiny_run[2]), output, *flags])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and match in err and "Traceback" not in err
+
+
+def test_export_job_names_a_truncated_state_and_the_step_to_export(export_job, tiny_run, tmp_path, capsys):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run[2], run_dir)
+    state = run_dir / "checkpoint_step000000004" / "train_state.pt"
+    state.write_bytes(state.read_bytes()[:1000])  # a crash while it was written
+    assert export_job.main([str(run_dir), str(tmp_path / "model.pt")]) == 1
+    err = capsys.readouterr().err
+    assert "the training state of step 4" in err and "is unreadable" in err and "--step 2" in err
+    assert export_job.main([str(run_dir), str(tmp_path / "model.pt"), "--step", "2"]) == 0
+    assert load_checkpoint(tmp_path / "model.pt")[1]["step"] == 2
+
+
+def test_export_names_the_steps_a_run_has(tiny_run, tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no training checkpoint at step 3 in .*; it has steps \[2, 4\]"):
+        export_run(tiny_run[2], tmp_path / "model.pt", step=3)
+
+
+def _pyfunc(checkpoint: str):
+    from pipeline.pyfunc import ARTIFACT_KEY, TabClustPFNPyfunc
+
+    model = TabClustPFNPyfunc()
+    model.load_context(SimpleNamespace(artifacts={ARTIFACT_KEY: checkpoint}))
+    return model
+
+
+def _table(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    return pd.DataFrame(rng.normal(size=(n, 2)) + 4.0 * y[:, None], columns=["a", "b"])
+
+
+def test_pyfunc_is_seeded_on_tables_over_n_context_rows(tiny_checkpoint):
+    table = _table(1100)  # more rows than n_context=1000: the context rows are drawn with random_state
+    model = _pyfunc(tiny_checkpoint)
+    labels = model.predict(None, table)
+    np.testing.assert_array_equal(model.predict(None, table), labels)
+    seeded = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit_predict(table)
+    np.testing.assert_array_equal(labels, seeded)  # random_state defaults to 0
+    other = TabClustPFN(checkpoint=tiny_checkpoint, random_state=7).fit_predict(table)
+    np.testing.assert_array_equal(model.predict(None, table, params={"random_state": 7}), other)
+
+
+def test_pyfunc_passes_every_param_to_the_estimator(tiny_checkpoint, monkeypatch):
+    import model.estimator
+
+    seen = []
+
+    class Recording(model.estimator.TabClustPFN):
+        def fit(self, X, y=None):
+            seen.append(self.get_params())
+            return super().fit(X, y)
+
+    monkeypatch.setattr(model.estimator, "TabClustPFN", Recording)
+    params = {"max_clusters": 2, "k_selection": "posterior_mode", "n_estimators": 1, "random_state": 5}
+    labels = _pyfunc(tiny_checkpoint).predict(None, _table(60), params=params)
+    assert {k: seen[0][k] for k in params} == params and seen[0]["n_clusters"] is None
+    assert set(np.unique(labels)) <= {0, 1}
+    _pyfunc(tiny_checkpoint).predict(None, _table(60), params={"n_clusters": 3, "n_estimators": 1})
+    assert seen[1]["n_clusters"] == 3 and seen[1]["max_clusters"] is None and seen[1]["random_state"] == 0
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"n_clusters": 1}, "param 'n_clusters' must be 0 (not set) or at least 2, got 1"),
+        ({"max_clusters": -2}, "param 'max_clusters' must be 0 (not set) or at least 2, got -2"),
+        ({"n_clusters": 4, "max_clusters": 3}, "param 'n_clusters'=4 is larger than 'max_clusters'=3"),
+        ({"n_clusters": "3"}, "param 'n_clusters' must be an integer, got '3'"),
+        ({"k_selection": "silhouette"}, "param 'k_selection' must be one of"),
+        ({"n_estimators": 0}, "param 'n_estimators' must be at least 1, got 0"),
+        ({"random_state": -1}, "param 'random_state' must be in 0..4294967295, got -1"),
+        ({"seed": 1}, "unknown param(s) ['seed']: use ['n_clusters', 'max_clusters'"),
+    ],
+)
+def test_pyfunc_refuses_bad_params_naming_them(tiny_checkpoint, params, match):
+    from mlflow.exceptions import MlflowException
+
+    with pytest.raises(MlflowException) as exc:
+        _pyfunc(tiny_checkpoint).predict(None, _table(20), params=params)
+    assert match in exc.value.message and exc.value.error_code == "INVALID_PARAMETER_VALUE"
+
+
+@pytest.fixture(scope="module")
+def logged_model(tiny_checkpoint, tmp_path_factory):
+    """The tiny checkpoint logged with :func:`log_pyfunc_model` (not registered); returns (model URI, store)."""
+    import mlflow
+
+    from pipeline.pyfunc import log_pyfunc_model
+    from pipeline.tracking import setup_tracking
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlruns.db'}"
+    setup_tracking(uri, experiment="pyfunc")
+    with mlflow.start_run():
+        info = log_pyfunc_model(tiny_checkpoint, registered_model_name=None)
+    return info.model_uri, uri
+
+
+def test_logged_model_pins_its_requirements_and_carries_its_code(logged_model, tmp_path):
+    import mlflow
+    import sklearn
+
+    uri, tracking_uri = logged_model
+    mlflow.set_tracking_uri(tracking_uri)
+    local = Path(mlflow.artifacts.download_artifacts(uri, dst_path=str(tmp_path)))
+    requirements = (local / "requirements.txt").read_text().split()
+    assert f"torch=={torch.__version__.split('+')[0]}" in requirements
+    assert f"scikit-learn=={sklearn.__version__}" in requirements
+    assert {r.split("==")[0] for r in requirements} >= {"torch", "numpy", "pandas", "scikit-learn", "mlflow"}
+    assert all("==" in r for r in requirements if not r.startswith("-"))
+    assert (local / "code" / "model" / "estimator.py").is_file() and not (local / "code" / "model" / "weights").exists()
+    assert (local / "code" / "pipeline" / "pyfunc.py").is_file()
+
+
+# Runs in a fresh interpreter with the project hidden: no PYTHONPATH, cwd elsewhere, the editable install's
+# finder and any path to the repository removed, as where only the logged model and its requirements exist.
+LOAD_WITHOUT_PROJECT = """
+import json, sys
+sys.meta_path = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+sys.path = [p for p in sys.path if p not in ("", ".", {repo!r})]  # the venv may live inside the repository
+try:
+    import model
+    sys.exit("the project is still importable from " + model.__file__)
+except ImportError:
+    pass
+import mlflow, numpy as np, pandas as pd
+rng = np.random.default_rng(0)
+y = rng.integers(0, 3, 60)
+table = pd.DataFrame(rng.normal(size=(60, 2)) + 4.0 * y[:, None], columns=["a", "b"])
+loaded = mlflow.pyfunc.load_model({uri!r})
+labels = loaded.predict(table, params={{"max_clusters": 2, "n_estimators": 1}})
+print(json.dumps({{"labels": np.asarray(labels).tolist(), "model": sys.modules["model"].__file__}}))
+"""
+
+
+@pytest.mark.slow
+def test_logged_model_loads_and_predicts_without_the_project(logged_model, tmp_path, tiny_checkpoint):
+    uri, tracking_uri = logged_model
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MLFLOW_TRACKING_URI")}
+    env.update(MLFLOW_TRACKING_URI=tracking_uri, PYTHONNOUSERSITE="1")
+    proc = subprocess.run([sys.executable, "-c", LOAD_WITHOUT_PROJECT.format(repo=str(REPO), uri=uri)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not result["model"].startswith(str(REPO))  # the copy that travelled with the model
+    table = _table(60)  # the same rows as in the subprocess
+    expected = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, max_clusters=2, n_estimators=1)
+    np.testing.assert_array_equal(result["labels"], expected.fit_predict(table))
