@@ -14,8 +14,11 @@ from pipeline.validation import Validator, make_validation_tasks, summarize, tas
 
 
 def _one_hot_partitions(labels: np.ndarray, k_max: int) -> np.ndarray:
+    """The partition ``labels`` at every candidate K that can hold it; smaller K merge the last clusters (a
+    network cannot use more than K clusters), larger K leave clusters empty."""
     probs = np.zeros((k_max - 1, len(labels), k_max))
-    probs[:, np.arange(len(labels)), labels] = 1.0
+    for i, k in enumerate(range(2, k_max + 1)):
+        probs[i, np.arange(len(labels)), np.minimum(labels, k - 1)] = 1.0
     return probs
 
 
@@ -25,7 +28,9 @@ def test_perfect_partition_at_the_inferred_k_scores_one(rule):
     k_logits = 20.0 * np.eye(9)[1]  # a confident posterior on K = 3
     s = task_scores(_one_hot_partitions(y, 10), k_logits, y, 3, rule=rule)
     assert s == {"ari": 1.0, "nmi": 1.0, "k_abs_err": 0.0, "ari_known_k": 1.0}
-    wrong_k = task_scores(_one_hot_partitions(y, 10), 20.0 * np.eye(9)[3], y, 3, rule=rule)  # infers K = 5
+    # every candidate K fills K clusters, so the posterior's K = 5 is the one inferred, by either rule
+    distinct = np.stack([np.eye(10)[np.arange(len(y)) % k] for k in range(2, 11)])
+    wrong_k = task_scores(distinct, 20.0 * np.eye(9)[3], y, 3, rule=rule)
     assert wrong_k["k_abs_err"] == 2.0
 
 
