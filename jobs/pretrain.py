@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--storage-path", default="runs", help="directory of the runs (default: %(default)s)")
     p.add_argument("--output", help="final model checkpoint file (default: <run dir>/model.pt)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
-    p.add_argument("--register-as", default="tabclustpfn", help="MLflow registered model name (default: %(default)s)")
+    p.add_argument("--register-as", default="tabclustpfn",
+                   help='MLflow registered model name (default: %(default)s; "" logs the model unregistered)')
     p.add_argument("--local", action="store_true", help="train in this process without Ray (same step code)")
     p.add_argument("--address", help="Ray cluster address (default: the job's cluster, else a local Ray)")
     return p.parse_args(argv)
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = apply_overrides(apply_overrides(base, given), args.set)
         options = RunOptions(storage_path=args.storage_path, run_name=args.resume or args.run_name,
                              resume=bool(args.resume), tracking_uri=args.tracking_uri, output=args.output,
-                             registered_model_name=args.register_as, backend="local" if args.local else "ray",
+                             registered_model_name=args.register_as or None, backend="local" if args.local else "ray",
                              progress_interval_s=10.0 if args.smoke else 30.0)
         if not args.local:
             init_ray(args.address)

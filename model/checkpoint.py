@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import pickle
 import re
@@ -235,7 +236,7 @@ def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | N
     paths : list of paths
         At least two checkpoints with equal model configs.
     weights : list of float, optional
-        Non-negative mixing weights (normalised to sum 1); default: equal.
+        Finite non-negative mixing weights, not all 0 (normalised to sum 1); default: equal.
 
     Returns
     -------
@@ -256,9 +257,12 @@ def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | N
         raise CheckpointError(f"averaging needs at least two checkpoints, got {len(paths)}")
     if weights is None:
         weights = [1.0] * len(paths)
-    if len(weights) != len(paths) or any(not w >= 0 for w in weights) or sum(weights) <= 0:
-        raise ValueError(f"weights must be {len(paths)} non-negative numbers with a positive sum, got {weights}")
-    mix = [float(w) / sum(weights) for w in weights]
+    if len(weights) != len(paths) or not all(math.isfinite(w) and w >= 0 for w in weights) or max(weights) <= 0:
+        # an infinite weight would normalise to inf/inf = NaN and write a NaN model
+        raise ValueError(f"weights must be {len(paths)} finite non-negative numbers with a positive sum, got {weights}")
+    top = max(float(w) for w in weights)  # scaled first: a sum of huge finite weights could overflow
+    mix = [float(w) / top for w in weights]
+    mix = [w / sum(mix) for w in mix]
     loaded = [load_checkpoint(p) for p in paths]
     base_cfg = loaded[0][0].cfg
     for p, (net, _) in zip(paths[1:], loaded[1:]):

@@ -15,7 +15,8 @@ module answers it on the run's own data:
    weights, then export the model checkpoint, the per-step history and a summary into ``out_dir``.
 
 Continue in a later session with ``--init-checkpoint`` on the exported weights (a new run: fresh optimizer state
-and warm-up), or with ``jobs/pretrain.py`` on Ray. The probe's steps are thrown away.
+and warm-up) and a ``--seed`` no phase of its lineage used (each phase records its seed; a used one is refused,
+as it would replay the same prior tasks), or with ``jobs/pretrain.py`` on Ray. The probe's steps are thrown away.
 """
 
 from __future__ import annotations
@@ -228,6 +229,7 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
     def metadata(step: int, history: list[dict[str, float]]) -> dict[str, Any]:
         vals = {str(int(h["step"])): round(h["val_ari_known_k"], 4) for h in history if "val_ari_known_k" in h}
         phase = {"phase": len(lineage) + 1, "run": out.name, "steps": step, "tasks": step * cfg.global_batch,
+                 "seed": cfg.seed,  # a continuation must pick another one (adopt_init_checkpoint checks)
                  "wall_s": round(time.time() - started), "device": _device_name(dev),
                  "what": phase_note or f"budgeted run, objective {config_to_dict(cfg.objective)}",
                  "val_ari_known_k": vals}

@@ -8,8 +8,11 @@ dicts and back (rejecting unknown keys), ``flatten`` gives the dotted ``a.b=valu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import math
+import numbers
 import types
 import typing
 from dataclasses import dataclass, field
@@ -158,37 +161,68 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
-    """Convert a plain JSON value to the annotated type ``tp`` (dataclasses, tuples, optionals, scalars)."""
+    """Convert a plain JSON value to the annotated type ``tp`` (dataclasses, tuples, optionals, scalars).
+
+    Strict, because a lax conversion turns a typo into a different run: ``max_steps=1.5`` or ``seed=true`` must
+    not become 1, nor ``n_rows=100`` a one-element range. Every refusal is a ``ValueError`` naming the key path.
+    """
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
+        errors = []
         for arg in args:
             if arg is not type(None):
                 try:
                     return _coerce(arg, value, where)
-                except (TypeError, ValueError):
-                    continue
-        raise ValueError(f"{where}: {value!r} fits none of {tp}")
+                except ValueError as exc:
+                    errors.append(str(exc))
+        if len(errors) == 1:
+            raise ValueError(errors[0])
+        raise ValueError(f"{where}: {value!r} fits none of {tp} ({'; '.join(errors)})")
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise TypeError(f"{where}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
+            raise ValueError(f"{where}: expected a mapping of {tp.__name__} fields, got {value!r}; set one field "
+                             f"with {where}.<field>=value")
         return config_from_dict(tp, value, where)
     if origin is tuple:
-        return tuple(_coerce(arg, v, f"{where}[{i}]") for i, (arg, v) in enumerate(zip(typing.get_args(tp), value)))
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            args = (args[0],) * (len(value) if isinstance(value, (list, tuple)) else 0)
+        if not isinstance(value, (list, tuple)) or len(value) != len(args):
+            raise ValueError(f"{where}: expected a list of {len(args)} values, got {value!r} (e.g. {where}=[a,b])")
+        return tuple(_coerce(arg, v, f"{where}[{i}]") for i, (arg, v) in enumerate(zip(args, value)))
     if origin is Literal:
         if value not in typing.get_args(tp):
             raise ValueError(f"{where}: {value!r} is not one of {typing.get_args(tp)}")
         return value
     if tp is bool:
-        if isinstance(value, str):
-            if value.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(f"{where}: {value!r} is not a boolean")
-            return value.lower() in ("true", "1")
-        return bool(value)
-    if tp in (int, float, str):
-        return tp(value)
+        if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's bool from a Tune space
+            return bool(value)
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ValueError(f"{where}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer():
+            return int(value)  # 1e3 from JSON
+        raise ValueError(f"{where}: expected an integer, got {value!r}")
+    if tp is float:
+        number = None
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):  # e.g. "1e-3" from a YAML file
+            with contextlib.suppress(ValueError):
+                number = float(value)
+        if number is None or not math.isfinite(number):
+            raise ValueError(f"{where}: expected a finite number, got {value!r}")
+        return number
+    if tp is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: expected a string, got {value!r} (quote it: {where}='\"...\"')")
+        return value
     return value
 
 
@@ -200,7 +234,10 @@ def config_from_dict(cls: type, data: dict[str, Any], where: str = "") -> Any:
     if unknown:
         raise ValueError(f"unknown {cls.__name__} keys {unknown} at {where or 'top level'}; known: {sorted(names)}")
     kwargs = {k: _coerce(hints[k], v, f"{where}.{k}" if where else k) for k, v in data.items()}
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a __post_init__ comparing a value of the wrong kind
+        raise ValueError(f"{where or cls.__name__}: {exc}") from None
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -274,11 +311,42 @@ def train_preset(name: Literal["paper", "small", "tiny"], *, smoke: bool = False
     return cfg
 
 
+def seeds_used(metadata: dict[str, Any]) -> set[int]:
+    """Run seeds a checkpoint's weights were trained with: each lineage phase's (branches of an average
+    included) and its own ``train_config``'s. Phases recorded before seeds were saved contribute nothing."""
+    used: set[int] = set()
+
+    def visit(phases: list[Any]) -> None:
+        for phase in phases:
+            if isinstance(phase, dict):
+                if isinstance(phase.get("seed"), int):
+                    used.add(phase["seed"])
+                for branch in phase.get("branches", []):
+                    visit(branch)
+
+    visit(metadata.get("lineage", []))
+    seed = (metadata.get("train_config") or {}).get("seed")
+    if isinstance(seed, int):
+        used.add(seed)
+    return used
+
+
 def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
     """With ``cfg.init_checkpoint``: make its path absolute (workers run elsewhere) and take the model config
-    from the checkpoint, so training continues the network it holds."""
+    from the checkpoint, so training continues the network it holds.
+
+    Refuses a seed that trained the checkpoint (see :func:`seeds_used`): task seeds depend on (seed, step, index)
+    only, so the continuation would see exactly the prior tasks its parent already learned from.
+    """
     if not cfg.init_checkpoint:
         return cfg
     path = Path(cfg.init_checkpoint).resolve()
-    model_cfg = ModelConfig.from_dict(read_checkpoint(path)["model_config"])
+    payload = read_checkpoint(path)
+    used = seeds_used(payload["metadata"])
+    if cfg.seed in used:
+        free = min(set(range(len(used) + 1)) - used)
+        raise ValueError(f"seed {cfg.seed} already trained --init-checkpoint {path} (its phases used seeds "
+                         f"{sorted(used)}), so this run would replay the same prior tasks: pass --seed with an "
+                         f"unused value, e.g. --seed {free}")
+    model_cfg = ModelConfig.from_dict(payload["model_config"])
     return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))

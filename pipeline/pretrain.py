@@ -24,8 +24,7 @@ from mlflow.tracking import MlflowClient
 from model import TabClustNet
 from model.checkpoint import save_checkpoint
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_from_dict, config_to_dict, flatten
-from pipeline.prior_stream import (READ_CPUS, StreamFactory, checkpoint_dir_name, latest_checkpoint_step,
-                                   stream_execution_options)
+from pipeline.prior_stream import READ_CPUS, StreamFactory, resume_point, stream_execution_options
 from pipeline.tracking import setup_tracking
 from pipeline.train_loop import MlflowSink, load_train_state, run_local, train_loop_per_worker
 
@@ -47,7 +46,7 @@ class RunOptions:
     tracking_uri: str | None = None
     experiment: str = "tabclustpfn"
     output: str | None = None
-    registered_model_name: str | None = "tabclustpfn"
+    registered_model_name: str | None = "tabclustpfn"  # None or "": log the model without registering it
     backend: Literal["ray", "local"] = "ray"
     progress_interval_s: float = 30.0
 
@@ -186,7 +185,9 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
     ----------
     cfg : TrainConfig
         What to train. When resuming, model, seed and stream must equal the saved ones (see
-        :func:`load_run_config`); the schedule may change (e.g. a larger ``max_steps``).
+        :func:`load_run_config`); the schedule may change (e.g. a larger ``max_steps``): the learning rate then
+        decays from where it is to the floor over the new remaining steps (``train_loop.LrSchedule``), and changed
+        optimizer settings (betas, eps, weight decay) apply from the resumed step on.
     options : RunOptions
         Storage, run name, resume, tracking, output and backend.
 
@@ -207,7 +208,7 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
     t0 = time.time()
     progress = None
     try:
-        done = latest_checkpoint_step(run_dir)
+        done, _ = resume_point(run_dir)
         if done >= cfg.max_steps:
             logger.info("run %s already trained to step %d; exporting the model only", name, done)
         elif options.backend == "local":
@@ -218,8 +219,10 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
             result = build_trainer(cfg, run_dir, uri, run_id).fit()
             if result.error is not None:
                 raise result.error
-        done = latest_checkpoint_step(run_dir)
-        state = load_train_state(run_dir / checkpoint_dir_name(done))
+        done, directory = resume_point(run_dir)
+        if directory is None:
+            raise RuntimeError(f"training left no loadable checkpoint in {run_dir}; see the logs and rerun it")
+        state = load_train_state(directory)
         if state["step"] < cfg.max_steps:
             raise RuntimeError(f"training stopped at step {state['step']} of {cfg.max_steps}; see the logs of "
                                f"{run_dir} and resume it with --resume {name}")
@@ -233,7 +236,7 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
             "final_metrics": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
         }
         save_checkpoint(output, net, meta)
-        info = log_pyfunc_model(output, registered_model_name=options.registered_model_name)
+        info = log_pyfunc_model(output, registered_model_name=options.registered_model_name or None)
         mlflow.set_tag("model_checkpoint", str(output))
         mlflow.end_run()
     except BaseException:

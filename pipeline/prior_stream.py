@@ -309,15 +309,45 @@ def checkpoint_dir_name(step: int) -> str:
 
 
 def latest_checkpoint_step(run_dir: str | Path) -> int:
-    """Largest step among the checkpoint directories of ``run_dir`` that hold a training state (0 if none)."""
+    """Largest step among the checkpoint directories of ``run_dir`` that hold a training state (0 if none).
+
+    By name only: a state cut short still counts. To choose where to resume use :func:`resume_point`.
+    """
     steps = [int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
              if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()]
     return max(steps, default=0)
 
 
+def resume_point(run_dir: str | Path | None) -> tuple[int, Path | None]:
+    """The newest checkpoint of ``run_dir`` whose training state loads -> (its step, its directory); (0, None).
+
+    The one source of truth for resuming: the prior stream starts at this step and the workers restore this
+    directory (whatever backend wrote it), so data and weights cannot disagree. A state that does not load (a
+    copy cut short, a crash mid-write) is skipped with a warning naming it, and the next older one is used.
+    """
+    import torch
+
+    if run_dir is None:
+        return 0, None
+    found = sorted(((int(m.group(1)), p) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
+                    if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()),
+                   reverse=True)
+    for step, directory in found:
+        try:  # mmap: the check reads the archive's index and pickle, not every tensor
+            state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
+            if int(state["step"]) != step:
+                raise ValueError(f"it holds step {state['step']}")
+        except Exception as exc:  # any unreadable file: fall back to an older checkpoint
+            logger.warning("skipping unreadable training state %s (%s); resuming from an older checkpoint",
+                           directory / STATE_FILE, exc)
+            continue
+        return step, directory
+    return 0, None
+
+
 @dataclass(frozen=True)
 class StreamFactory:
-    """The training stream of a run, from the newest checkpoint in ``run_dir`` on.
+    """The training stream of a run, from its :func:`resume_point` on.
 
     Passed to ``TorchTrainer(datasets={"train": factory})``: Ray Train calls it at every (re)start of the worker
     group, so a recovered or resumed run continues with the data of the steps it has not trained on yet.
@@ -327,7 +357,7 @@ class StreamFactory:
     run_dir: str
 
     def __call__(self):
-        start = latest_checkpoint_step(self.run_dir)
+        start, _ = resume_point(self.run_dir)
         layout = StreamLayout(self.cfg.micro_batch, self.cfg.accum_steps, self.cfg.num_workers, start,
                               self.cfg.max_steps)
         logger.info("prior stream from step %d (%d rows)", start, layout.n_rows)

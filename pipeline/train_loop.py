@@ -13,6 +13,7 @@ Step numbering: ``step`` counts completed optimisation steps. The step being com
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -29,9 +30,9 @@ from model import TabClustNet
 from model.batching import to_torch
 from model.checkpoint import load_checkpoint
 from model.objective import compute_losses
-from pipeline.config import OptimConfig, TrainConfig, config_to_dict
+from pipeline.config import OptimConfig, TrainConfig, config_from_dict, config_to_dict
 from pipeline.prior_stream import (CHECKPOINT_PREFIX, STATE_FILE, StreamLayout, checkpoint_dir_name,
-                                   iter_local_rows, latest_checkpoint_step, unpack_rows)
+                                   iter_local_rows, resume_point, unpack_rows)
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +46,54 @@ class InjectedFault(RuntimeError):
 
 def lr_at(step: int, optim: OptimConfig, max_steps: int) -> float:
     """Learning rate of 0-based step ``step``: linear warm-up to ``optim.lr``, then cosine to the floor."""
-    if step < optim.warmup_steps:
-        return optim.lr * (step + 1) / optim.warmup_steps
-    return cosine_lr(optim, (step - optim.warmup_steps) / max(1, max_steps - optim.warmup_steps))
+    return LrSchedule.fresh(optim, max_steps)(step)
+
+
+@dataclass(frozen=True)
+class LrSchedule:
+    """The step schedule of a run: linear warm-up to ``peak``, then a cosine down to ``floor`` at ``max_steps``.
+
+    Saved in every training state. A resume that changes ``max_steps`` or the optimiser's rates after the
+    warm-up starts a new segment at the step it resumes from: a cosine from the rate the saved schedule had
+    reached there (``start_lr``) down to the new floor at the new ``max_steps``. The rate never jumps (without
+    this, doubling ``max_steps`` of a nearly decayed run would put it back near the peak), and warm-up happens
+    only at the run's true start; so a run extended after it reached its floor stays there (for a fresh warm-up
+    start a new run with ``--init-checkpoint``).
+    """
+
+    peak: float
+    floor: float
+    warmup_steps: int
+    max_steps: int
+    start: int = 0
+    start_lr: float | None = None  # None: the original segment (warm-up, then cosine from ``peak``)
+
+    @classmethod
+    def fresh(cls, optim: OptimConfig, max_steps: int) -> LrSchedule:
+        """The schedule of a run started at step 0."""
+        return cls(optim.lr, optim.lr * optim.min_lr_ratio, optim.warmup_steps, max_steps)
+
+    def __call__(self, step: int) -> float:
+        if self.start_lr is None:
+            if step < self.warmup_steps:
+                return self.peak * (step + 1) / self.warmup_steps
+            top, first = self.peak, self.warmup_steps
+        else:
+            top, first = self.start_lr, self.start
+        progress = min(1.0, max(0.0, (step - first) / max(1, self.max_steps - first)))
+        return self.floor + (top - self.floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def resumed(self, step: int, optim: OptimConfig, max_steps: int) -> LrSchedule:
+        """This schedule continued at ``step`` by a session configured with ``optim`` and ``max_steps``."""
+        new = LrSchedule.fresh(optim, max_steps)
+        if self.start_lr is None and step < min(self.warmup_steps, new.warmup_steps):
+            return new  # still warming up: the warm-up does not depend on max_steps
+        if (new.peak, new.floor, new.max_steps) == (self.peak, self.floor, self.max_steps):
+            return self
+        cont = LrSchedule(new.peak, new.floor, new.warmup_steps, max_steps, start=step, start_lr=self(step))
+        logger.info("schedule changed at step %d (max_steps %d -> %d): the learning rate decays from %.3g to %.3g "
+                    "over the remaining steps", step, self.max_steps, max_steps, cont.start_lr, cont.floor)
+        return cont
 
 
 def cosine_lr(optim: OptimConfig, progress: float) -> float:
@@ -57,12 +103,14 @@ def cosine_lr(optim: OptimConfig, progress: float) -> float:
     return floor + (optim.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def build_model(cfg: TrainConfig) -> TabClustNet:
-    """A fresh network whose initial weights depend on ``cfg.seed`` only (global RNG state is restored)."""
+def build_model(cfg: TrainConfig, load_init: bool = True) -> TabClustNet:
+    """A fresh network whose initial weights depend on ``cfg.seed`` only (global RNG state is restored), or those
+    of ``cfg.init_checkpoint``. ``load_init=False`` skips that file: a resumed run restores its own training state
+    over it, and the file may be gone by then."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         net = TabClustNet(cfg.model)
-    if cfg.init_checkpoint:
+    if cfg.init_checkpoint and load_init:
         init, _ = load_checkpoint(cfg.init_checkpoint)
         if init.cfg != cfg.model:
             raise ValueError(f"--init-checkpoint {cfg.init_checkpoint} has model config {init.cfg}, but the run "
@@ -77,6 +125,25 @@ def build_optimizer(net: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
     no_decay = [p for p in net.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": decay, "weight_decay": optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), eps=optim.eps)
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any], optim: OptimConfig) -> None:
+    """Load a saved optimizer state, keeping this session's betas, eps and weight decay.
+
+    ``load_state_dict`` also restores the saved hyperparameters, which would silently ignore a resume that
+    changes them (while the run is tagged as changed); the moments and step counts are what must carry over.
+    The groups are those of :func:`build_optimizer` (decayed, then not decayed); the schedule sets the rate.
+    """
+    optimizer.load_state_dict(saved)
+    for group, decay in zip(optimizer.param_groups, (optim.weight_decay, 0.0)):
+        group.update(betas=tuple(optim.betas), eps=optim.eps, weight_decay=decay)
+
+
+def ddp_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """DDP options of a run: with ``cin_weight`` or ``pin_weight`` 0 that part's parameters get no gradient, which
+    DDP refuses at the next step unless it searches for unused parameters (a cost per step, so only then)."""
+    head_off = cfg.objective.cin_weight == 0 or cfg.objective.pin_weight == 0
+    return {"find_unused_parameters": True} if head_off else {}
 
 
 def autocast_for(device: torch.device, precision: str = "bf16") -> contextlib.AbstractContextManager:
@@ -142,14 +209,30 @@ def clip_groups(model: nn.Module, cfg: TrainConfig) -> list[list[nn.Parameter]]:
 
 
 def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,
-                     cfg: TrainConfig, metadata: dict[str, Any]) -> Path:
-    """Write model (unwrapped), optimizer, step and config to ``directory/train_state.pt`` (weights_only-safe)."""
+                     cfg: TrainConfig, metadata: dict[str, Any], schedule: LrSchedule | None = None) -> Path:
+    """Write model (unwrapped), optimizer, step, config and LR schedule to ``directory/train_state.pt``
+    (weights_only-safe).
+
+    The bytes reach the disk (fsync) before the rename, so a power loss cannot leave a short file under the
+    final name (a rename is atomic, but may reach the disk before the data it names).
+    """
     path = Path(directory) / STATE_FILE
     tmp = path.with_name(f".{STATE_FILE}.tmp")
-    torch.save({"format": STATE_FORMAT, "step": step, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
-                "model_config": cfg.model.to_dict(), "train_config": config_to_dict(cfg),
-                "metadata": metadata}, tmp)
+    schedule = schedule or LrSchedule.fresh(cfg.optim, cfg.max_steps)
+    with open(tmp, "wb") as f:
+        torch.save({"format": STATE_FORMAT, "step": step, "model": net.state_dict(),
+                    "optimizer": optimizer.state_dict(), "model_config": cfg.model.to_dict(),
+                    "train_config": config_to_dict(cfg), "metadata": metadata,
+                    "schedule": dataclasses.asdict(schedule)}, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)  # a crash never leaves a half-written state under the final name
+    with contextlib.suppress(OSError):  # make the rename itself durable (directories cannot be opened everywhere)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     return path
 
 
@@ -211,7 +294,6 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
     accum = cfg.global_batch // (cfg.micro_batch * world_size)
     model.train()
     metrics: dict[str, float] = {}
-    offset = None
     t_run = time.perf_counter()
     for step in range(start_step, cfg.max_steps):
         if (cfg.fault_step == step + 1 and rank == world_size - 1 and hooks.fault_marker is not None
@@ -220,13 +302,11 @@ def run_steps(model: nn.Module, net: TabClustNet, optimizer: torch.optim.Optimiz
             raise InjectedFault(f"injected fault before step {step + 1} (test hook TrainConfig.fault_step)")
         t0 = time.perf_counter()
         batches, data_step, wait = _next_step_batches(rows, accum, rank, device)
-        if offset is None:
-            offset = data_step - step
-            if offset:
-                logger.warning("stream starts at step %d but training resumes at step %d; the data of the %d "
-                               "steps in between is skipped", data_step, step, offset)
-        elif data_step - step != offset:
-            raise RuntimeError(f"stream row of step {data_step} arrived at step {step}: rows out of order")
+        if data_step != step:  # the weights would train on another step's tasks (skipped or replayed data)
+            raise RuntimeError(
+                f"stream row of step {data_step} arrived at training step {step}: the prior stream and the restored "
+                "weights disagree (both must start at pipeline.prior_stream.resume_point of the run directory)"
+                if step == start_step else f"stream row of step {data_step} arrived at step {step}: rows out of order")
         metrics = train_step(model, optimizer, batches, step, cfg, device,
                              lr=hooks.lr(step) if hooks.lr is not None else None)
         elapsed = time.perf_counter() - t0
@@ -283,21 +363,47 @@ class MlflowSink:
         self.last_step = step
 
 
-def _restore(cfg: TrainConfig, net: TabClustNet, state: dict[str, Any] | None) -> int:
-    """Load a training state into ``net``; return its step (0 without a state)."""
+@dataclass
+class _Resumed:
+    """Where a (re)started training attempt begins: network, saved state (None: a fresh run), step, schedule."""
+
+    net: TabClustNet
+    state: dict[str, Any] | None
+    start: int
+    schedule: LrSchedule
+
+
+def _resume(cfg: TrainConfig, run_dir: str | Path | None) -> _Resumed:
+    """Build the network and restore the newest complete training state of ``run_dir`` (the stream's start).
+
+    The init checkpoint is read only by a fresh run: a resumed one restores its own weights (and the file may be
+    gone by then).
+    """
+    _, directory = resume_point(run_dir)
+    state = load_train_state(directory) if directory is not None else None
+    net = build_model(cfg, load_init=state is None)
     if state is None:
-        return 0
+        return _Resumed(net, None, 0, LrSchedule.fresh(cfg.optim, cfg.max_steps))
     if state["model_config"] != cfg.model.to_dict():
         raise ValueError("the checkpoint's model config differs from the run's; resume with the saved config")
     net.load_state_dict(state["model"])
-    return int(state["step"])
+    start = int(state["step"])
+    if "schedule" in state:
+        saved = LrSchedule(**state["schedule"])
+    else:  # states written before the schedule was saved: the step schedule of their config
+        old = state["train_config"]
+        saved = LrSchedule.fresh(config_from_dict(OptimConfig, old["optim"]), int(old["max_steps"]))
+    logger.info("resuming from %s (step %d)", directory, start)
+    return _Resumed(net, state, start, saved.resumed(start, cfg.optim, cfg.max_steps))
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Ray Train entry point. ``config``: ``train_config`` (TrainConfig), ``run_dir``, ``tracking_uri``, ``run_id``.
 
-    Resumes from ``ray.train.get_checkpoint()`` (model, optimizer, step) when there is one. Rank 0 logs to MLflow,
-    validates and writes the checkpoints; every rank reports at checkpoint steps (a barrier in Ray Train).
+    Resumes (model, optimizer, step, schedule) from :func:`pipeline.prior_stream.resume_point` of ``run_dir``,
+    the newest complete checkpoint on disk, which is also where the prior stream starts; it includes checkpoints of
+    other sessions or of ``run_local`` that Ray Train never recorded. Rank 0 logs to MLflow, validates and writes
+    the checkpoints; every rank reports at checkpoint steps (a barrier in Ray Train).
     """
     import tempfile
 
@@ -309,22 +415,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device()
-    net = build_model(cfg)
-    ckpt = ray.train.get_checkpoint()
-    state = None
-    if ckpt is not None:
-        with ckpt.as_directory() as directory:
-            state = load_train_state(directory)
-    start = _restore(cfg, net, state)
-    model = ray.train.torch.prepare_model(net)
+    resumed = _resume(cfg, run_dir)
+    net, start = resumed.net, resumed.start
+    model = ray.train.torch.prepare_model(net, parallel_strategy_kwargs=ddp_kwargs(cfg))
     optimizer = build_optimizer(net, cfg.optim)
-    if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
+    if resumed.state is not None:
+        restore_optimizer(optimizer, resumed.state["optimizer"], cfg.optim)
     logger.info("rank %d/%d starts at step %d on %s", rank, world, start, device)
     shard = ray.train.get_dataset_shard("train")
     rows = (r for b in shard.iter_batches(batch_size=None, prefetch_batches=cfg.stream.prefetch_batches)
             for r in unpack_rows(b))
-    hooks = LoopHooks(fault_marker=run_dir / FAULT_MARKER)
+    hooks = LoopHooks(fault_marker=run_dir / FAULT_MARKER, lr=resumed.schedule)
     if rank == 0:
         if config.get("run_id"):
             hooks.log = MlflowSink(config["tracking_uri"], config["run_id"])
@@ -341,7 +442,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             if rank == 0:
                 meta = {"attempt_start_step": start, "world_size": world, "device": str(device),
                         "attempt_wall_time_s": time.time() - t_start, "tasks_seen": step * cfg.global_batch}
-                save_train_state(tmp, net, optimizer, step, cfg, meta)
+                save_train_state(tmp, net, optimizer, step, cfg, meta, resumed.schedule)
                 saved = ray.train.Checkpoint.from_directory(tmp)
             ray.train.report({"step": step, **metrics}, checkpoint=saved, checkpoint_dir_name=checkpoint_dir_name(step))
 
@@ -371,7 +472,7 @@ def run_local(cfg: TrainConfig, *, run_dir: str | Path | None = None, log: Calla
         ``num_workers`` must be 1 (the global batch is ``micro_batch * accum_steps``).
     run_dir : path, optional
         Where checkpoints go (``checkpoint_step*/train_state.pt``, the newest two kept); training resumes
-        from the newest one found there. None: no checkpoints.
+        from the newest one there that loads (:func:`pipeline.prior_stream.resume_point`). None: no checkpoints.
     log : callable, optional
         ``log(step, metrics)``, e.g. an :class:`MlflowSink`.
     prefetch_workers : int
@@ -410,18 +511,16 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
 
     if cfg.num_workers != 1:
         raise ValueError(f"run_local trains on one process; got num_workers={cfg.num_workers}")
-    net = build_model(cfg)
-    state = None
-    if run_dir is not None and (step := latest_checkpoint_step(run_dir)):
-        state = load_train_state(Path(run_dir) / checkpoint_dir_name(step))
-    start = _restore(cfg, net, state)
+    resumed = _resume(cfg, run_dir)
+    net, start = resumed.net, resumed.start
     net.to(device)
     optimizer = build_optimizer(net, cfg.optim)
-    if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
+    if resumed.state is not None:
+        restore_optimizer(optimizer, resumed.state["optimizer"], cfg.optim)
     layout = StreamLayout(cfg.micro_batch, cfg.accum_steps, 1, start, cfg.max_steps)
     rows = iter_local_rows(cfg.stream, cfg.seed, layout, 0, cfg.model.max_categories, prefetch_workers)
-    hooks = LoopHooks(log=log or (lambda step, metrics: None), deadline=deadline, lr=lr_schedule)
+    hooks = LoopHooks(log=log or (lambda step, metrics: None), deadline=deadline,
+                      lr=lr_schedule or resumed.schedule)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # what is left in float32 runs on tensor cores
         torch.backends.cudnn.allow_tf32 = True
@@ -435,7 +534,7 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
             target = Path(run_dir) / checkpoint_dir_name(step)
             target.mkdir(parents=True, exist_ok=True)
             save_train_state(target, net, optimizer, step, cfg, {"attempt_start_step": start, "world_size": 1,
-                                                                 "device": str(device)})
+                                                                 "device": str(device)}, resumed.schedule)
             for old in sorted(Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*"))[:-2]:
                 for f in old.iterdir():
                     f.unlink()

@@ -53,3 +53,15 @@ def test_job_writes_the_average_and_exits_1_on_a_mismatch(tmp_path, capsys):
     other = save_checkpoint(tmp_path / "c.pt", make_tiny_net(1, n_cls=1), {})
     assert job.main([str(pa), str(other), "--out", str(tmp_path / "x.pt")]) == 1
     assert "model configs differ" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+
+
+def test_an_infinite_or_nan_weight_is_refused_instead_of_writing_a_nan_model(tmp_path, capsys):
+    job = _job()
+    pa = save_checkpoint(tmp_path / "a.pt", make_tiny_net(1), {})
+    pb = save_checkpoint(tmp_path / "b.pt", make_tiny_net(2), {})
+    for weights in (["inf", "1"], ["nan", "1"], ["0", "0"]):
+        assert job.main([str(pa), str(pb), "--weights", *weights, "--out", str(tmp_path / "x.pt")]) == 1
+        assert "finite non-negative" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+    assert job.main([str(pa), str(pb), "--weights", "1e308", "1e308", "--out", str(tmp_path / "y.pt")]) == 0
+    net, _ = load_checkpoint(tmp_path / "y.pt")
+    assert all(torch.isfinite(v).all() for v in net.state_dict().values() if v.is_floating_point())

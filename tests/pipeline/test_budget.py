@@ -78,6 +78,7 @@ def test_budgeted_run_ends_inside_its_budget_and_records_its_lineage(tmp_path, t
     meta = read_checkpoint(out / MODEL_FILE)["metadata"]
     assert meta["step"] == summary["steps"]
     assert [p["run"] for p in meta["lineage"]] == ["earlier", "out"] and meta["lineage"][1]["what"] == "test phase"
+    assert meta["lineage"][1]["seed"] == cfg.seed  # so that a continuation can refuse it
     assert meta["total_tasks_seen"] == 100 + summary["steps"] * cfg.global_batch
     trained, _ = load_checkpoint(out / MODEL_FILE)
     assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), net.state_dict().values()))
@@ -142,3 +143,22 @@ def test_recording_an_unfinished_folder_names_what_is_missing(tmp_path, tracking
 
     with pytest.raises(FileNotFoundError, match="history.jsonl"):
         log_budget_run(tmp_path, tracking_uri)
+
+
+def _parent(tmp_path, tiny_checkpoint, metadata):
+    net, _ = load_checkpoint(tiny_checkpoint)
+    return save_checkpoint(tmp_path / "parent.pt", net, metadata)
+
+
+@pytest.mark.parametrize("metadata", [
+    {"lineage": [{"phase": 1, "run": "gpu", "seed": 0}]},
+    {"lineage": [{"phase": 1, "run": "average", "branches": [[{"run": "a", "seed": 3}], [{"run": "b", "seed": 0}]]}]},
+    {"train_config": {"seed": 0}},  # a jobs/pretrain.py model: no lineage, its config's seed
+])
+def test_a_continuation_refuses_a_seed_that_trained_its_parent(tmp_path, tiny_checkpoint, metadata):
+    from pipeline.config import adopt_init_checkpoint
+
+    cfg = dataclasses.replace(CFG, seed=0, init_checkpoint=str(_parent(tmp_path, tiny_checkpoint, metadata)))
+    with pytest.raises(ValueError, match="replay the same prior tasks: pass --seed"):
+        adopt_init_checkpoint(cfg)
+    assert adopt_init_checkpoint(dataclasses.replace(cfg, seed=7)).seed == 7

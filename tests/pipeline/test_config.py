@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -40,3 +41,23 @@ def test_flat_params_name_every_leaf():
     flat = flatten(config_to_dict(train_preset("small")))
     assert {"max_steps", "optim.lr", "model.col_dim", "stream.prior.n_rows", "stream.prior.gmm.omega_min"} <= set(flat)
     assert all(not isinstance(v, dict) for v in flat.values())
+
+
+@pytest.mark.parametrize("override, path", [
+    ("max_steps=1.5", "max_steps"), ("checkpoint_every=1.9", "checkpoint_every"), ("max_steps=true", "max_steps"),
+    ("use_gpu=2", "use_gpu"), ("optim.betas=[0.9,0.95,0.99]", "optim.betas"), ("optim.betas=[0.9]", "optim.betas"),
+    ("stream.prior.n_rows=100", "stream.prior.n_rows"), ("stream.prior.n_rows=[100]", "stream.prior.n_rows"),
+    ("optim.lr=null", "optim.lr"), ("optim.lr=abc", "optim.lr"), ("optim.lr=nan", "optim.lr"),
+    ("optim.grad_clip=Infinity", "optim.grad_clip"), ("model=3", "model"), ("init_checkpoint=5", "init_checkpoint"),
+])
+def test_overrides_of_the_wrong_type_are_refused_naming_the_key(override, path):
+    with pytest.raises(ValueError, match=re.escape(path)):
+        apply_overrides(train_preset("tiny"), [override])
+
+
+def test_integral_numbers_and_json_values_still_coerce():
+    cfg = apply_overrides(train_preset("tiny"), ["max_steps=1e2", "optim.lr=1", "use_gpu=true",
+                                                  "stream.curriculum_n_start=null"])
+    assert (cfg.max_steps, cfg.optim.lr, cfg.use_gpu) == (100, 1.0, True)
+    assert type(cfg.max_steps) is int and type(cfg.optim.lr) is float
+    assert config_from_dict(TrainConfig, config_to_dict(cfg)) == cfg

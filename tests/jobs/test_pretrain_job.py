@@ -1,0 +1,34 @@
+"""jobs/pretrain.py: clean errors for bad overrides, and a run that logs its model without registering it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _job():
+    spec = importlib.util.spec_from_file_location("pretrain_job", REPO / "jobs" / "pretrain.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_wrong_type_override_exits_1_with_a_message_naming_the_key(tmp_path, capsys):
+    job = _job()
+    for override, key in (("optim.lr=abc", "optim.lr"), ("model=3", "model"), ("optim.lr=null", "optim.lr"),
+                          ("stream.prior.n_rows=100", "stream.prior.n_rows")):
+        assert job.main(["--local", "--smoke", "--storage-path", str(tmp_path), "--set", override]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and key in err and "Traceback" not in err
+
+
+def test_an_empty_register_as_logs_the_model_without_registering_it(tmp_path, tracking_uri, capsys):
+    from mlflow.tracking import MlflowClient
+
+    job = _job()
+    rc = job.main(["--local", "--smoke", "--max-steps", "1", "--set", "val_tasks=0", "--run-name", "r",
+                   "--storage-path", str(tmp_path), "--tracking-uri", tracking_uri, "--register-as", ""])
+    assert rc == 0 and (tmp_path / "r" / "model.pt").is_file()
+    assert MlflowClient(tracking_uri).search_registered_models() == []
