@@ -403,24 +403,20 @@ class TablePreprocessor:
         p = first.shape[1]
         if n < p:  # wide table: the same axes from the n x n Gram matrix, O(n^2 P) instead of O(P^3) and P^2 memory
             z = self._design(encoded)
-            gram_val, gram_vec = np.linalg.eigh(z @ z.T / n)
+            values, vectors = np.linalg.eigh(z @ z.T / n)
             total_var = float((z**2).sum()) / n
         else:
             cov = np.zeros((p, p))
             for start in range(0, n, _CHUNK_ROWS):
                 z = self._design(encoded[start : start + _CHUNK_ROWS])
                 cov += z.T @ z
-            eigval, eigvec = np.linalg.eigh(cov / n)
+            values, vectors = np.linalg.eigh(cov / n)
             total_var = float(np.trace(cov)) / n
-        values = gram_val if n < p else eigval
         order = np.argsort(values)[::-1][:k]
-        values = values[order]
-        keep = values > 1e-10 * max(float(values[0]), 1e-300)  # drop null directions (rank < k)
-        order, eigval = order[keep], values[keep]
-        if n < p:  # unit axes z^T u / sqrt(n * eigenvalue), as the covariance's eigenvectors
-            eigvec = z.T @ gram_vec[:, order] / np.sqrt(n * eigval)
-        else:
-            eigvec = eigvec[:, order]
+        order = order[values[order] > 1e-10 * max(float(values[order[0]]), 1e-300)]  # drop null directions
+        eigval = values[order]
+        # the Gram route's unit axes are z^T u / sqrt(n * eigenvalue), the covariance's eigenvectors
+        eigvec = z.T @ vectors[:, order] / np.sqrt(n * eigval) if n < p else vectors[:, order]
         signs = np.sign(eigvec[np.abs(eigvec).argmax(0), np.arange(eigvec.shape[1])])
         self.components_ = eigvec * signs / np.sqrt(eigval)  # unit-variance scores
         logger.info("PCA keeps %d components explaining %.1f%% of the variance", eigvec.shape[1],

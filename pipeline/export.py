@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import logging
 import pickle
-import re
 from pathlib import Path
 from typing import Any
 
 from model import ModelConfig, TabClustNet
 from model.checkpoint import save_checkpoint
-from pipeline.prior_stream import CHECKPOINT_PREFIX, STATE_FILE, checkpoint_dir_name
+from pipeline.prior_stream import CHECKPOINT_PREFIX, STATE_FILE, checkpoint_dir_name, checkpoint_steps
 from pipeline.train_loop import load_train_state
 
 logger = logging.getLogger(__name__)
@@ -44,7 +43,7 @@ def export_run(run_dir: str | Path, output: str | Path, *, step: int | None = No
                          f"{str(output / 'model.pt')!r}")
     if metadata is not None and not isinstance(metadata, dict):
         raise ValueError(f"metadata must be a dict (a JSON object), got {type(metadata).__name__}")
-    steps = _checkpoint_steps(run_dir)
+    steps = checkpoint_steps(run_dir)
     if step is None:
         step = steps[-1] if steps else 0
     if not step:
@@ -74,9 +73,3 @@ def export_run(run_dir: str | Path, output: str | Path, *, step: int | None = No
     path = save_checkpoint(output, net, meta)
     logger.info("exported %s step %d to %s", run_dir, step, path)
     return path
-
-
-def _checkpoint_steps(run_dir: Path) -> list[int]:
-    """Steps of ``run_dir``'s checkpoint directories that hold a training state, ascending."""
-    return sorted(int(m.group(1)) for p in run_dir.glob(f"{CHECKPOINT_PREFIX}*")
-                  if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file())

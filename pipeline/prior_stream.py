@@ -308,14 +308,13 @@ def checkpoint_dir_name(step: int) -> str:
     return f"{CHECKPOINT_PREFIX}{step:09d}"
 
 
-def latest_checkpoint_step(run_dir: str | Path) -> int:
-    """Largest step among the checkpoint directories of ``run_dir`` that hold a training state (0 if none).
+def checkpoint_steps(run_dir: str | Path) -> list[int]:
+    """Steps of the checkpoint directories of ``run_dir`` that hold a training state, ascending ([] if none).
 
     By name only: a state cut short still counts. To choose where to resume use :func:`resume_point`.
     """
-    steps = [int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
-             if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()]
-    return max(steps, default=0)
+    return sorted(int(m.group(1)) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
+                  if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file())
 
 
 def resume_point(run_dir: str | Path | None) -> tuple[int, Path | None]:
@@ -329,10 +328,8 @@ def resume_point(run_dir: str | Path | None) -> tuple[int, Path | None]:
 
     if run_dir is None:
         return 0, None
-    found = sorted(((int(m.group(1)), p) for p in Path(run_dir).glob(f"{CHECKPOINT_PREFIX}*")
-                    if (m := re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)) and (p / STATE_FILE).is_file()),
-                   reverse=True)
-    for step, directory in found:
+    for step in reversed(checkpoint_steps(run_dir)):
+        directory = Path(run_dir) / checkpoint_dir_name(step)
         try:  # mmap: the check reads the archive's index and pickle, not every tensor
             state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
             if int(state["step"]) != step:

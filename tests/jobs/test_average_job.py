@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
 from model.checkpoint import load_checkpoint, save_checkpoint
 from pipeline.budget import averaged_metadata
+from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _job():
-    spec = importlib.util.spec_from_file_location("average_job", REPO / "jobs" / "average_checkpoints.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_job("average_checkpoints")
 
 
 def _meta(branch: list[dict]) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,15 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.job_scripts import load_job
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def job():
-    spec = importlib.util.spec_from_file_location("cluster_job", REPO / "jobs" / "cluster.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_job("cluster")
 
 
 

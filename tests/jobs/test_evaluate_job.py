@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.job_scripts import load_job
 
 
 @pytest.fixture(scope="module")
 def job():
-    spec = importlib.util.spec_from_file_location("evaluate_job", REPO / "jobs" / "evaluate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
+    return load_job("evaluate")
 
 
 def test_help_lists_the_methods(job, capsys):

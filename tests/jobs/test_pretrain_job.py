@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.job_scripts import load_job
 
 
 def _job():
-    spec = importlib.util.spec_from_file_location("pretrain_job", REPO / "jobs" / "pretrain.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_job("pretrain")
 
 
 def test_a_wrong_type_override_exits_1_with_a_message_naming_the_key(tmp_path, capsys):

@@ -4,7 +4,6 @@ pyfunc that loads without this project."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,6 +21,7 @@ from model.checkpoint import load_checkpoint
 from pipeline.config import train_preset
 from pipeline.export import export_run
 from pipeline.train_loop import run_local
+from tests.job_scripts import load_job
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,10 +54,7 @@ def test_export_refuses_a_run_without_checkpoints(tmp_path):
 
 @pytest.fixture(scope="module")
 def export_job():
-    spec = importlib.util.spec_from_file_location("export_job", REPO / "jobs" / "export_model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_job("export_model")
 
 
 @pytest.mark.parametrize(
