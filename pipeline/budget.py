@@ -34,7 +34,8 @@ import torch
 
 from model.checkpoint import read_checkpoint, save_checkpoint
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_to_dict
-from pipeline.train_loop import cosine_lr, run_local
+from pipeline.train_loop import run_local
+from pipeline.train_state import cosine_lr
 from pipeline.validation import Validator
 
 logger = logging.getLogger(__name__)

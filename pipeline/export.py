@@ -14,7 +14,7 @@ from typing import Any
 from model import ModelConfig, TabClustNet
 from model.checkpoint import save_checkpoint
 from pipeline.prior_stream import CHECKPOINT_PREFIX, STATE_FILE, checkpoint_dir_name, checkpoint_steps
-from pipeline.train_loop import load_train_state
+from pipeline.train_state import load_train_state
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from model.checkpoint import save_checkpoint
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_from_dict, config_to_dict, flatten
 from pipeline.prior_stream import READ_CPUS, StreamFactory, resume_point, stream_execution_options
 from pipeline.tracking import setup_tracking
-from pipeline.train_loop import MlflowSink, load_train_state, run_local, train_loop_per_worker
+from pipeline.train_loop import MlflowSink, run_local, train_loop_per_worker
+from pipeline.train_state import load_train_state
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
     cfg : TrainConfig
         What to train. When resuming, model, seed and stream must equal the saved ones (see
         :func:`load_run_config`); the schedule may change (e.g. a larger ``max_steps``): the learning rate then
-        decays from where it is to the floor over the new remaining steps (``train_loop.LrSchedule``), and changed
+        decays from where it is to the floor over the new remaining steps (``train_state.LrSchedule``), and changed
         optimizer settings (betas, eps, weight decay) apply from the resumed step on.
     options : RunOptions
         Storage, run name, resume, tracking, output and backend.

@@ -1,10 +1,11 @@
 """The pretraining loop: one step function shared by the Ray Train workers and the single-process path.
 
 ``train_step`` does one optimisation step (gradient accumulation over micro-batches, DDP ``no_sync`` on all but
-the last, bf16 autocast on GPU, clipping, AdamW with the learning rate of :func:`lr_at`). ``run_steps`` drives it
-from an iterator of stream rows and calls back for logging, validation and checkpoints.
+the last, bf16 autocast on GPU, clipping, AdamW with the learning rate of :func:`pipeline.train_state.lr_at`).
+``run_steps`` drives it from an iterator of stream rows and calls back for logging, validation and checkpoints.
 ``train_loop_per_worker`` is the Ray Train entry point; :func:`run_local` runs the same loop in this process
-with an in-process prior generator (debugging, CPU training).
+with an in-process prior generator (debugging, CPU training). What a run starts from and saves (schedule,
+optimizer, training state, resume) is :mod:`pipeline.train_state`.
 
 Step numbering: ``step`` counts completed optimisation steps. The step being computed has stream index
 ``step`` (0-based); metrics and checkpoints are labelled with the count after it, ``step + 1``.
@@ -13,10 +14,8 @@ Step numbering: ``step`` counts completed optimisation steps. The step being com
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,115 +27,19 @@ from torch import nn
 
 from model import TabClustNet
 from model.batching import to_torch
-from model.checkpoint import load_checkpoint
 from model.objective import compute_losses
-from pipeline.config import OptimConfig, TrainConfig, config_from_dict, config_to_dict
-from pipeline.prior_stream import (CHECKPOINT_PREFIX, STATE_FILE, StreamLayout, checkpoint_dir_name,
-                                   iter_local_rows, resume_point, unpack_rows)
+from pipeline.config import TrainConfig
+from pipeline.prior_stream import CHECKPOINT_PREFIX, StreamLayout, checkpoint_dir_name, iter_local_rows, unpack_rows
+from pipeline.train_state import (build_optimizer, lr_at, restore, restore_optimizer,
+                                  save_train_state)
 
 logger = logging.getLogger(__name__)
 
 FAULT_MARKER = "fault_injected"
-STATE_FORMAT = 1
 
 
 class InjectedFault(RuntimeError):
     """The test-only crash of ``TrainConfig.fault_step``."""
-
-
-def lr_at(step: int, optim: OptimConfig, max_steps: int) -> float:
-    """Learning rate of 0-based step ``step``: linear warm-up to ``optim.lr``, then cosine to the floor."""
-    return LrSchedule.fresh(optim, max_steps)(step)
-
-
-@dataclass(frozen=True)
-class LrSchedule:
-    """The step schedule of a run: linear warm-up to ``peak``, then a cosine down to ``floor`` at ``max_steps``.
-
-    Saved in every training state. A resume that changes ``max_steps`` or the optimiser's rates after the
-    warm-up starts a new segment at the step it resumes from: a cosine from the rate the saved schedule had
-    reached there (``start_lr``) down to the new floor at the new ``max_steps``. The rate never jumps (without
-    this, doubling ``max_steps`` of a nearly decayed run would put it back near the peak), and warm-up happens
-    only at the run's true start; so a run extended after it reached its floor stays there (for a fresh warm-up
-    start a new run with ``--init-checkpoint``).
-    """
-
-    peak: float
-    floor: float
-    warmup_steps: int
-    max_steps: int
-    start: int = 0
-    start_lr: float | None = None  # None: the original segment (warm-up, then cosine from ``peak``)
-
-    @classmethod
-    def fresh(cls, optim: OptimConfig, max_steps: int) -> LrSchedule:
-        """The schedule of a run started at step 0."""
-        return cls(optim.lr, optim.lr * optim.min_lr_ratio, optim.warmup_steps, max_steps)
-
-    def __call__(self, step: int) -> float:
-        if self.start_lr is None:
-            if step < self.warmup_steps:
-                return self.peak * (step + 1) / self.warmup_steps
-            top, first = self.peak, self.warmup_steps
-        else:
-            top, first = self.start_lr, self.start
-        progress = min(1.0, max(0.0, (step - first) / max(1, self.max_steps - first)))
-        return self.floor + (top - self.floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def resumed(self, step: int, optim: OptimConfig, max_steps: int) -> LrSchedule:
-        """This schedule continued at ``step`` by a session configured with ``optim`` and ``max_steps``."""
-        new = LrSchedule.fresh(optim, max_steps)
-        if self.start_lr is None and step < min(self.warmup_steps, new.warmup_steps):
-            return new  # still warming up: the warm-up does not depend on max_steps
-        if (new.peak, new.floor, new.max_steps) == (self.peak, self.floor, self.max_steps):
-            return self
-        cont = LrSchedule(new.peak, new.floor, new.warmup_steps, max_steps, start=step, start_lr=self(step))
-        logger.info("schedule changed at step %d (max_steps %d -> %d): the learning rate decays from %.3g to %.3g "
-                    "over the remaining steps", step, self.max_steps, max_steps, cont.start_lr, cont.floor)
-        return cont
-
-
-def cosine_lr(optim: OptimConfig, progress: float) -> float:
-    """The cosine part of the schedule at ``progress`` in [0, 1] (clipped): ``optim.lr`` down to the floor."""
-    progress = min(1.0, max(0.0, progress))
-    floor = optim.lr * optim.min_lr_ratio
-    return floor + (optim.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def build_model(cfg: TrainConfig, load_init: bool = True) -> TabClustNet:
-    """A fresh network whose initial weights depend on ``cfg.seed`` only (global RNG state is restored), or those
-    of ``cfg.init_checkpoint``. ``load_init=False`` skips that file: a resumed run restores its own training state
-    over it, and the file may be gone by then."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        net = TabClustNet(cfg.model)
-    if cfg.init_checkpoint and load_init:
-        init, _ = load_checkpoint(cfg.init_checkpoint)
-        if init.cfg != cfg.model:
-            raise ValueError(f"--init-checkpoint {cfg.init_checkpoint} has model config {init.cfg}, but the run "
-                             f"uses {cfg.model}; build the run's model config from the checkpoint")
-        net.load_state_dict(init.state_dict())
-    return net
-
-
-def build_optimizer(net: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices and embeddings only (biases, norms and 1-d parameters are not decayed)."""
-    decay = [p for p in net.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in net.parameters() if p.requires_grad and p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": optim.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=optim.lr, betas=tuple(optim.betas), eps=optim.eps)
-
-
-def restore_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any], optim: OptimConfig) -> None:
-    """Load a saved optimizer state, keeping this session's betas, eps and weight decay.
-
-    ``load_state_dict`` also restores the saved hyperparameters, which would silently ignore a resume that
-    changes them (while the run is tagged as changed); the moments and step counts are what must carry over.
-    The groups are those of :func:`build_optimizer` (decayed, then not decayed); the schedule sets the rate.
-    """
-    optimizer.load_state_dict(saved)
-    for group, decay in zip(optimizer.param_groups, (optim.weight_decay, 0.0)):
-        group.update(betas=tuple(optim.betas), eps=optim.eps, weight_decay=decay)
 
 
 def ddp_kwargs(cfg: TrainConfig) -> dict[str, Any]:
@@ -159,7 +62,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
 
     The loss of each micro-batch (a mean over its tasks) is divided by their number, so with DDP averaging the
     gradient is the mean over the global batch however it is split into workers and micro-batches. ``lr``
-    overrides the step schedule :func:`lr_at` (e.g. a schedule driven by a time budget).
+    overrides the step schedule :func:`pipeline.train_state.lr_at` (e.g. a schedule driven by a time budget).
     """
     lr = lr_at(step, cfg.optim, cfg.max_steps) if lr is None else lr
     for group in optimizer.param_groups:
@@ -208,45 +111,6 @@ def clip_groups(model: nn.Module, cfg: TrainConfig) -> list[list[nn.Parameter]]:
     return [[p for p in params if id(p) not in cin], [p for p in params if id(p) in cin]]
 
 
-def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,
-                     cfg: TrainConfig, metadata: dict[str, Any], schedule: LrSchedule | None = None) -> Path:
-    """Write model (unwrapped), optimizer, step, config and LR schedule to ``directory/train_state.pt``
-    (weights_only-safe).
-
-    The bytes reach the disk (fsync) before the rename, so a power loss cannot leave a short file under the
-    final name (a rename is atomic, but may reach the disk before the data it names).
-    """
-    path = Path(directory) / STATE_FILE
-    tmp = path.with_name(f".{STATE_FILE}.tmp")
-    schedule = schedule or LrSchedule.fresh(cfg.optim, cfg.max_steps)
-    with open(tmp, "wb") as f:
-        torch.save({"format": STATE_FORMAT, "step": step, "model": net.state_dict(),
-                    "optimizer": optimizer.state_dict(), "model_config": cfg.model.to_dict(),
-                    "train_config": config_to_dict(cfg), "metadata": metadata,
-                    "schedule": dataclasses.asdict(schedule)}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)  # a crash never leaves a half-written state under the final name
-    with contextlib.suppress(OSError):  # make the rename itself durable (directories cannot be opened everywhere)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return path
-
-
-def load_train_state(directory: str | Path) -> dict[str, Any]:
-    """Read what :func:`save_train_state` wrote (on CPU)."""
-    path = Path(directory) / STATE_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no {STATE_FILE} in checkpoint directory {directory}")
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("format") != STATE_FORMAT:
-        raise ValueError(f"{path}: training state format {state.get('format')!r}, expected {STATE_FORMAT}")
-    return state
-
-
 @dataclass
 class LoopHooks:
     """Callbacks of :func:`run_steps`. ``log`` and ``validate`` run on rank 0 only; ``checkpoint`` on every rank."""
@@ -258,7 +122,7 @@ class LoopHooks:
     history: list[dict[str, float]] = field(default_factory=list)
     #: ``time.monotonic()`` after which the loop stops early (checkpointing the last finished step); None: never.
     deadline: float | None = None
-    #: ``lr(step)`` replacing :func:`lr_at` (e.g. :class:`pipeline.budget.TimeCosine`); None: the step schedule.
+    #: ``lr(step)`` replacing the step schedule (e.g. :class:`pipeline.budget.TimeCosine`); None: the step schedule.
     lr: Callable[[int], float] | None = None
 
 
@@ -363,40 +227,6 @@ class MlflowSink:
         self.last_step = step
 
 
-@dataclass
-class _Resumed:
-    """Where a (re)started training attempt begins: network, saved state (None: a fresh run), step, schedule."""
-
-    net: TabClustNet
-    state: dict[str, Any] | None
-    start: int
-    schedule: LrSchedule
-
-
-def _resume(cfg: TrainConfig, run_dir: str | Path | None) -> _Resumed:
-    """Build the network and restore the newest complete training state of ``run_dir`` (the stream's start).
-
-    The init checkpoint is read only by a fresh run: a resumed one restores its own weights (and the file may be
-    gone by then).
-    """
-    _, directory = resume_point(run_dir)
-    state = load_train_state(directory) if directory is not None else None
-    net = build_model(cfg, load_init=state is None)
-    if state is None:
-        return _Resumed(net, None, 0, LrSchedule.fresh(cfg.optim, cfg.max_steps))
-    if state["model_config"] != cfg.model.to_dict():
-        raise ValueError("the checkpoint's model config differs from the run's; resume with the saved config")
-    net.load_state_dict(state["model"])
-    start = int(state["step"])
-    if "schedule" in state:
-        saved = LrSchedule(**state["schedule"])
-    else:  # states written before the schedule was saved: the step schedule of their config
-        old = state["train_config"]
-        saved = LrSchedule.fresh(config_from_dict(OptimConfig, old["optim"]), int(old["max_steps"]))
-    logger.info("resuming from %s (step %d)", directory, start)
-    return _Resumed(net, state, start, saved.resumed(start, cfg.optim, cfg.max_steps))
-
-
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Ray Train entry point. ``config``: ``train_config`` (TrainConfig), ``run_dir``, ``tracking_uri``, ``run_id``.
 
@@ -415,7 +245,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     device = ray.train.torch.get_device()
-    resumed = _resume(cfg, run_dir)
+    resumed = restore(cfg, run_dir)
     net, start = resumed.net, resumed.start
     model = ray.train.torch.prepare_model(net, parallel_strategy_kwargs=ddp_kwargs(cfg))
     optimizer = build_optimizer(net, cfg.optim)
@@ -511,7 +341,7 @@ def _run_local(cfg: TrainConfig, run_dir: str | Path | None, log: Callable | Non
 
     if cfg.num_workers != 1:
         raise ValueError(f"run_local trains on one process; got num_workers={cfg.num_workers}")
-    resumed = _resume(cfg, run_dir)
+    resumed = restore(cfg, run_dir)
     net, start = resumed.net, resumed.start
     net.to(device)
     optimizer = build_optimizer(net, cfg.optim)

@@ -248,7 +248,7 @@ def _train_and_score(cfg: TrainConfig, sweep: SweepConfig, trial_dir: Path, trac
     from model import TabClustNet
     from model.checkpoint import save_checkpoint
     from pipeline.pretrain import build_trainer
-    from pipeline.train_loop import load_train_state
+    from pipeline.train_state import load_train_state
 
     t0 = time.time()
     callbacks = [_intermediate_reports(cfg.max_steps)]

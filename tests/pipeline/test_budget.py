@@ -13,7 +13,8 @@ from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from pipeline.budget import HISTORY_FILE, MODEL_FILE, SUMMARY_FILE, TimeCosine, pretrain_for_budget, size_run
 from pipeline.config import train_preset
 from pipeline.prior_stream import StreamLayout, generate_row
-from pipeline.train_loop import build_model, build_optimizer, run_local, train_step
+from pipeline.train_loop import run_local, train_step
+from pipeline.train_state import build_model, build_optimizer
 from model.batching import to_torch
 
 CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=2,

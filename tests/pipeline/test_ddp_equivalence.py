@@ -14,7 +14,8 @@ import torch
 
 from pipeline.config import train_preset
 from pipeline.pretrain import build_trainer
-from pipeline.train_loop import build_model, load_train_state, run_local
+from pipeline.train_loop import run_local
+from pipeline.train_state import build_model, load_train_state
 
 
 @pytest.mark.slow

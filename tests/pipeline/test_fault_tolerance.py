@@ -10,7 +10,8 @@ from mlflow.tracking import MlflowClient
 from model.checkpoint import load_checkpoint
 from pipeline.config import train_preset
 from pipeline.pretrain import RunOptions, pretrain
-from pipeline.train_loop import FAULT_MARKER, load_train_state
+from pipeline.train_loop import FAULT_MARKER
+from pipeline.train_state import load_train_state
 
 
 @pytest.mark.slow

@@ -14,19 +14,9 @@ import torch
 
 from pipeline.config import train_preset
 from pipeline.prior_stream import StreamLayout, iter_local_rows, resume_point
-from pipeline.train_loop import (
-    InjectedFault,
-    LrSchedule,
-    build_model,
-    build_optimizer,
-    ddp_kwargs,
-    load_train_state,
-    lr_at,
-    run_local,
-    run_steps,
-    save_train_state,
-    train_step,
-)
+from pipeline.train_loop import InjectedFault, ddp_kwargs, run_local, run_steps, train_step
+from pipeline.train_state import (LrSchedule, build_model, build_optimizer, load_train_state, lr_at,
+                                  save_train_state)
 
 CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=0)
 

@@ -15,15 +15,8 @@ import torch
 from model.batching import collate, to_torch
 from pipeline.config import OptimConfig, TrainConfig, train_preset
 from pipeline.prior_stream import StreamLayout, generate_row, iter_local_rows, regenerate_task
-from pipeline.train_loop import (
-    InjectedFault,
-    build_model,
-    build_optimizer,
-    load_train_state,
-    lr_at,
-    run_local,
-    train_step,
-)
+from pipeline.train_loop import InjectedFault, run_local, train_step
+from pipeline.train_state import build_model, build_optimizer, load_train_state, lr_at
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=2,

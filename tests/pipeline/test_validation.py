@@ -9,7 +9,7 @@ from model.selection import DEFAULT_K_SELECTION
 
 from pipeline.config import train_preset
 from pipeline.prior_stream import VAL_SEED_BASE
-from pipeline.train_loop import build_model
+from pipeline.train_state import build_model
 from pipeline.validation import Validator, make_validation_tasks, summarize, task_scores
 
 
