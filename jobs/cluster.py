@@ -14,7 +14,8 @@ import sys
 import pandas as pd
 
 from model.selection import K_SELECTIONS
-from pipeline.batch_cluster import MAX_COLUMNS, ClusterJobConfig, UsageError, run_batch
+from pipeline.batch_cluster import ClusterJobConfig, UsageError, run_batch
+from pipeline.tables import MAX_COLUMNS
 
 EPILOG = f"""exit status: 0 when every table was clustered, 2 when any table failed (its reason is in
 summary.csv and printed below) or an option is unusable (printed with the usage line, as argparse does),

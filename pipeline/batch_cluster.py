@@ -2,7 +2,8 @@
 
 Every input table (CSV or Parquet) goes through :func:`cluster_table`, the same per-table function whether it
 runs in an actor or in a plain loop. A bad table (unreadable, empty, one row, free-text column, all missing,
-more columns than :data:`MAX_COLUMNS`) gives a failed summary row with the reason and never stops the batch.
+more columns than :data:`pipeline.tables.MAX_COLUMNS`; :mod:`pipeline.tables` finds, reads and checks them) gives
+a failed summary row with the reason and never stops the batch.
 
 Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
 ``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`). The driver writes every file, so with
@@ -13,7 +14,6 @@ a record of the run, not its result: a tracking problem is logged as a warning a
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import logging
 import math
@@ -28,6 +28,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
+from pipeline.tables import MAX_COLUMNS, TableError, discover_tables, prepare_features, read_table, table_names
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +36,6 @@ logger = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
-TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
-#: Default limit on feature columns. The estimator projects a table wider than its 64 features onto principal
-#: components of the numeric + one-hot columns (up to 16 per categorical), whose covariance grows with the
-#: square of that width: 512 categorical columns give 8,192 design columns, a 0.5 GB covariance per worker.
-MAX_COLUMNS = 512
-#: A text column with more distinct values than this (or than half its rows) is free text, not a category.
-MAX_CATEGORY_LEVELS = 50
 OUTPUT_CLUSTER_COLUMN = "cluster"
 SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "seconds", "ari", "nmi",
                    "error", "path"]
@@ -84,7 +78,7 @@ class ClusterJobConfig:
     seed : int
         ``random_state`` of the estimator, the same for every table; in 0..2**32 - 1 (numpy's seed range).
     max_columns : int
-        Tables with more feature columns fail with a clear reason (see :data:`MAX_COLUMNS`).
+        Tables with more feature columns fail with a clear reason (see :data:`pipeline.tables.MAX_COLUMNS`).
     tracking_uri : str, optional
         MLflow store; default ``sqlite:///mlruns.db``.
     """
@@ -127,140 +121,6 @@ class ClusterJobConfig:
 class UsageError(ValueError):
     """A setting that cannot work (e.g. an output folder that would overwrite the inputs), found before any work;
     ``jobs/cluster.py`` reports it as a usage error, like argparse."""
-
-
-class TableError(ValueError):
-    """A table that cannot be clustered; the message names the problem and what to do."""
-
-
-def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file, raising :class:`TableError` with the reason when that fails."""
-    path = Path(path)
-    if not path.is_file():
-        raise TableError(f"file not found: {path}")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            return pd.read_csv(path)
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-    except pd.errors.EmptyDataError:
-        raise TableError("table is empty (the file holds no header and no rows)") from None
-    except Exception as exc:  # any parser error: report it, keep the batch going
-        raise TableError(f"unreadable {suffix.lstrip('.').upper()} file ({type(exc).__name__}: {exc})") from None
-    raise TableError(f"unsupported file type {suffix!r}: use .csv or .parquet")
-
-
-def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
-                     max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, pd.Series | None]:
-    """Split a table into the features to cluster and the ground truth, refusing tables that cannot be clustered.
-
-    The feature columns are passed on unchanged (the estimator types, imputes and normalises them itself), so a
-    table's output equals ``TabClustPFN(...).fit(features)``. Refused: no rows, fewer than 2 rows, an unknown
-    label column, no feature column, more than ``max_columns`` feature columns, no observed value, and text
-    columns that are not categories (see :func:`check_text_column`).
-
-    Raises
-    ------
-    TableError
-        With the reason and what to do.
-    """
-    if len(frame) == 0:
-        raise TableError("table is empty (no rows)")
-    truth = None
-    if label_column is not None:
-        if label_column not in frame.columns:
-            raise TableError(f"label column {label_column!r} not found; the columns are {list(frame.columns)[:20]}")
-        truth = frame[label_column]
-        frame = frame.drop(columns=[label_column])
-    if frame.shape[1] == 0:
-        raise TableError("table has no feature columns")
-    if len(frame) < 2:
-        raise TableError("table has only 1 row; clustering needs at least 2")
-    if frame.shape[1] > max_columns:
-        raise TableError(f"{frame.shape[1]} feature columns exceed the limit of {max_columns} (memory); select "
-                         "or reduce columns (e.g. PCA) first, or raise --max-columns")
-    if frame.isna().all(axis=None):
-        raise TableError("every feature value is missing")
-    for name in frame.columns:
-        col = frame[name]
-        if pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype):
-            check_text_column(col)
-    return frame, truth
-
-
-def check_text_column(col: pd.Series) -> None:
-    """Refuse a text column that is neither all numbers nor a category with few levels.
-
-    A column of mostly numbers with some non-numeric strings (``"?"``, ``"n/a"``) is refused so those strings are
-    not taken as categories; a column with more than :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more
-    than half as many distinct strings as values, is free text (names, ids, garbage), not a feature.
-    """
-    present = col.dropna()
-    if present.empty:
-        return
-    text = present.astype(str)
-    numeric = pd.to_numeric(text, errors="coerce").notna()
-    if numeric.all():
-        return
-    example = text[~numeric].iloc[0][:40]
-    if numeric.mean() >= 0.5:
-        raise TableError(f"column {col.name!r} is numeric but holds non-numeric strings (e.g. {example!r}); "
-                         "write missing values as empty cells or NaN, or cast the column to 'category'")
-    levels = text.nunique()
-    if levels > MAX_CATEGORY_LEVELS or levels > max(2, len(present) // 2):
-        raise TableError(f"column {col.name!r} holds free text ({levels} distinct strings, e.g. {example!r}); "
-                         f"drop it, or encode it as a category with at most {MAX_CATEGORY_LEVELS} levels")
-
-
-def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:
-    """Expand files, directories and glob patterns into a sorted, de-duplicated list of table paths.
-
-    A named file is kept even when it does not exist or has another suffix (it then fails as unreadable, with
-    the reason in the summary); a directory contributes its CSV/Parquet files; a pattern its matches. An existing
-    file is taken as itself even when its name holds glob characters (``run[1]/t.csv``), never as a pattern.
-
-    Raises
-    ------
-    ValueError
-        When nothing at all is found, naming the inputs that matched nothing.
-    """
-    found: list[Path] = []
-    empty: list[str] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            hits = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)
-        elif path.is_file():
-            hits = [path]
-        elif glob.has_magic(item):
-            hits = sorted(Path(p) for p in glob.glob(item, recursive=True)
-                          if Path(p).is_file() and Path(p).suffix.lower() in TABLE_SUFFIXES)
-        else:
-            hits = [path]
-        if not hits:
-            empty.append(item)
-        found.extend(hits)
-    unique = list(dict.fromkeys(p.resolve() for p in found))
-    if not unique:
-        raise ValueError(f"no CSV or Parquet tables found in {list(inputs) or '(no inputs)'}; pass files, "
-                         "directories or glob patterns such as 'data/*.csv'")
-    for item in empty:
-        logger.warning("input %r holds no CSV or Parquet tables", item)
-    return unique
-
-
-def table_names(paths: list[Path]) -> list[str]:
-    """Output names: each file's stem, made unique with the suffix and then a counter when stems collide."""
-    stems = [p.stem for p in paths]
-    names: list[str] = []
-    for p in paths:
-        name = p.stem if stems.count(p.stem) == 1 else f"{p.stem}_{p.suffix.lstrip('.').lower()}"
-        base, i = name, 2
-        while name in names:
-            name, i = f"{base}_{i}", i + 1
-        names.append(name)
-    return names
 
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:

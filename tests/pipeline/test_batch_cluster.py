@@ -11,7 +11,6 @@ import pytest
 from pipeline.batch_cluster import (
     SUMMARY_COLUMNS,
     ClusterJobConfig,
-    TableError,
     UsageError,
     _log_mlflow,
     _run_on_actors,
@@ -19,14 +18,11 @@ from pipeline.batch_cluster import (
     _write_output,
     check_checkpoint,
     cluster_table,
-    discover_tables,
     load_estimator,
-    prepare_features,
-    read_table,
     run_batch,
-    table_names,
     worker_count,
 )
+from pipeline.tables import TableError, discover_tables, prepare_features, read_table, table_names
 
 
 def _blobs(n: int = 60, seed: int = 0) -> pd.DataFrame:
