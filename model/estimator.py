@@ -125,8 +125,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     non-empty ones, so ``labels_`` always uses 0..m-1 for its m distinct values and ``n_clusters_`` may exceed m.
     When several K give the same partition, the smallest is chosen.
 
-    **predict** assigns new rows with the fitted preprocessing, context and K, as non-context rows. For
-    n_samples <= n_context, ``predict(X)`` on the fitted rows reproduces ``labels_``.
+    **predict** and **predict_proba** assign new rows with the fitted preprocessing, context and K, as non-context
+    rows. For n_samples <= n_context, on the fitted rows they reproduce ``labels_`` and ``probabilities_``.
 
     Examples
     --------
@@ -274,7 +274,31 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Returns
         -------
         labels : ndarray of int64, shape (n_samples,)
+            The argmax of :meth:`predict_proba`, numbered as ``labels_``.
         """
+        P = self._assign_new(X)  # checks the fit first
+        return self._relabel[P.argmax(axis=1)].astype(np.int64)
+
+    def predict_proba(self, X):
+        """Soft assignment of new rows to the fitted clusters (the fitted context and K), as ``probabilities_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_) or DataFrame
+            Same columns as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of float64, shape (n_samples, n_clusters_)
+            Each row sums to 1; column j is cluster j of ``labels_`` and of :meth:`predict`. For n_samples <=
+            n_context, ``predict_proba(X)`` on the fitted rows reproduces ``probabilities_``.
+        """
+        P = self._assign_new(X)  # checks the fit first
+        return P[:, np.argsort(self._relabel)]
+
+    def _assign_new(self, X) -> np.ndarray:
+        """The network's soft assignment (n_samples, n_clusters_) of new rows, its clusters in the network's order
+        (``_relabel`` maps them to ``labels_``)."""
         check_is_fitted(self)
         self._validate_params()  # set_params may have changed them since fit
         _check_feature_names(self, X, reset=False)
@@ -291,8 +315,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if sha != self._fitted_sha:
             raise ValueError(f"the checkpoint {path} is not the one fitted with (weights sha256 {sha[:12]} != "
                              f"{self._fitted_sha[:12]}): it changed since fit; fit again.")
-        P = self._assign(net, self._context_X, Z, self._cat_mask, self.n_clusters_, device)
-        return self._relabel[P.argmax(axis=1)].astype(np.int64)
+        return self._assign(net, self._context_X, Z, self._cat_mask, self.n_clusters_, device)
 
     # -------------------------------------------------------- helpers
     def _resolve_device(self) -> torch.device:

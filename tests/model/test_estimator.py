@@ -204,6 +204,24 @@ def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint):
     np.testing.assert_array_equal(est.predict(X), est.labels_)
 
 
+def test_predict_proba_on_the_fitted_rows_reproduces_probabilities_in_label_order(tiny_checkpoint):
+    X = _blobs(n_per=50)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # a row order whose first-seen numbering differs from the network's cluster order
+        Xs = X[rng.permutation(len(X))]
+        est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(Xs)
+        if not np.array_equal(est._relabel, np.arange(3)):
+            break
+    else:
+        pytest.fail("no row order renumbered the clusters")
+    proba = est.predict_proba(Xs)
+    assert proba.shape == (len(Xs), est.n_clusters_)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-9)
+    np.testing.assert_allclose(proba, est.probabilities_, atol=1e-5)
+    np.testing.assert_array_equal(proba.argmax(axis=1), est.predict(Xs))
+    np.testing.assert_array_equal(est.predict(Xs), est.labels_)
+
+
 def test_predict_rows_do_not_depend_on_each_other(tiny_checkpoint):
     X = _blobs()
     est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, batch_rows=7).fit(X)
@@ -221,9 +239,13 @@ def test_predict_refuses_wrong_width_1d_input_and_unfitted_use(tiny_checkpoint):
 
     with pytest.raises(NotFittedError):
         TabClustPFN(checkpoint=tiny_checkpoint).predict(_blobs())
+    with pytest.raises(NotFittedError):
+        TabClustPFN(checkpoint=tiny_checkpoint).predict_proba(_blobs())
     est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs())
     with pytest.raises(ValueError, match="X has 3 features, but TabClustPFN is expecting 4"):
         est.predict(_blobs(d=3))
+    with pytest.raises(ValueError, match="X has 3 features, but TabClustPFN is expecting 4"):
+        est.predict_proba(_blobs(d=3))
     with pytest.raises(ValueError, match="Reshape your data"):
         est.predict(np.zeros(4))
 
