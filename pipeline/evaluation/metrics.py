@@ -75,13 +75,22 @@ def median_iqr(values: pd.Series | np.ndarray) -> tuple[float, float]:
     return float(med), float(q3 - q1)
 
 
+def _short_number(value: float) -> str:
+    """A rank or a count: whole numbers as integers, anything else with at most 2 decimals (4.5, 3.38)."""
+    return f"{round(value, 2) + 0.0:.15g}"
+
+
 def format_median_iqr(values: pd.Series | np.ndarray, digits: int = 4) -> str:
-    """``"median [IQR]"`` with ``digits`` decimals (0 gives integers), ``"-"`` when nothing is finite."""
+    """``"median [IQR]"`` with ``digits`` decimals, ``"-"`` when nothing is finite.
+
+    ``digits=0`` is for ranks and counts: whole values print as integers, and a value between two (the median
+    of an even number of datasets, tied ranks) keeps up to 2 decimals instead of being rounded away.
+    """
     med, iqr = median_iqr(values)
     if np.isnan(med):
         return "-"
     if digits == 0:
-        return f"{med:.0f} [{iqr:.0f}]"
+        return f"{_short_number(med)} [{_short_number(iqr)}]"
     return f"{med:.{digits}f} [{iqr:.2f}]"
 
 

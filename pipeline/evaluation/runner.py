@@ -62,13 +62,22 @@ class EvalConfig:
             raise ValueError(f"unknown suite(s) {sorted(unknown)}: use 'synthetic', 'real' (and --data DIR)")
         if not self.suites and self.data_dir is None:
             raise ValueError("nothing to evaluate: choose a suite or pass a data folder")
-        if self.timeout_s <= 0 or self.calibration_size < 0:
-            raise ValueError("timeout_s must be > 0 and calibration_size >= 0")
+        if not self.timeout_s > 0:  # NaN too
+            raise ValueError(f"timeout_s must be > 0 (seconds per run, --timeout), got {self.timeout_s:g}")
+        if self.calibration_size < 0:
+            raise ValueError(f"calibration_size must be >= 0 (--calibration-size; 0 skips the calibration), "
+                             f"got {self.calibration_size}")
+        if self.num_workers is not None and self.num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1 (--num-workers; leave it unset for one worker per CPU), "
+                             f"got {self.num_workers}")
+        if self.methods is not None and len(self.methods) == 0:
+            raise ValueError("no method to run: methods is empty; name at least one (--methods) or pass None for all")
         select_methods(self.methods)  # unknown method names fail here, before any work
         if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
             raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
         if self.n_estimators is not None and self.n_estimators < 1:
-            raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
+            raise ValueError(f"n_estimators must be >= 1 (--n-estimators), or None for the estimator's default, "
+                             f"got {self.n_estimators}")
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,8 @@ def run_with_timeouts(calls: list[tuple[Any, Callable, tuple]], *, timeout_s: fl
     it starts running (not from submission, which may wait for a free CPU or a new worker process); a task
     past its deadline is cancelled (its worker killed). At most ``num_workers`` tasks are in flight.
     """
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1 (tasks in flight), got {num_workers}")
     import ray
     from tqdm.auto import tqdm
 

@@ -150,12 +150,16 @@ def load_parquet_dataset(path: Path, suite: str, group: str) -> EvalDataset:
 
 
 def load_folder(folder: str | Path, suite: str, group: str, names: list[str] | None = None) -> list[EvalDataset]:
-    """Every ``*.parquet`` file of ``folder`` (or only ``names``), sorted by file name."""
+    """Every ``*.parquet`` file of ``folder`` (or only ``names``, each of which must exist), sorted by file name."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"benchmark folder not found: {folder}; pass --benchmarks-dir or --data")
     paths = sorted(folder.glob("*.parquet"))
     if names is not None:
+        missing = sorted(set(names) - {p.stem for p in paths})
+        if missing:
+            raise FileNotFoundError(f"no Parquet file for {missing} in {folder}; check the dataset names or pass "
+                                    "--benchmarks-dir")
         paths = [p for p in paths if p.stem in set(names)]
     if not paths:
         raise FileNotFoundError(f"no Parquet files in {folder}")

@@ -29,6 +29,13 @@ def test_unknown_method_and_missing_folder_exit_1(job, tmp_path, tiny_checkpoint
     assert "benchmark folder not found" in capsys.readouterr().err
 
 
+def test_bad_worker_count_exits_1_naming_the_flag(job, tmp_path, tracking_uri, capsys):
+    args = ["--data", str(tmp_path / "nowhere"), "--methods", "KMeans*", "--output", str(tmp_path / "out"),
+            "--tracking-uri", tracking_uri]
+    assert job.main([*args, "--num-workers", "0"]) == 1
+    assert "--num-workers" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_quick_mode_end_to_end(ray_local, job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
     import mlflow

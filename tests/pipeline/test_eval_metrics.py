@@ -58,6 +58,17 @@ def test_median_iqr_skips_nan_and_formats():
     assert metrics.format_median_iqr([np.nan]) == "-"
 
 
+def test_rank_median_between_two_ranks_is_shown_not_rounded():
+    # an even number of datasets or tied ranks put the median (or IQR) between whole ranks; printing it with
+    # "{:.0f}" rounded half to even: 4.5 -> "4" but 9.5 -> "10", and an IQR of 0.25 -> "0"
+    assert metrics.format_median_iqr([4.0, 5.0], 0) == "4.5 [0.5]"
+    assert metrics.format_median_iqr([9.0, 10.0], 0) == "9.5 [0.5]"
+    assert metrics.format_median_iqr([1.0, 1.5, 1.0], 0) == "1 [0.25]"
+    assert metrics.format_median_iqr([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], 0) == "4.5 [3.5]"
+    assert metrics.format_median_iqr([0.0, 0.0, 0.0], 0) == "0 [0]"
+    assert metrics.format_median_iqr([3.0, 3.375, 3.75], 0) == "3.38 [0.38]"  # 2 decimals at most
+
+
 def test_k_abs_error_is_nan_for_failed_runs():
     df = pd.DataFrame({"k_true": [3, 3, 5], "k_pred": [5, np.nan, 2]})
     np.testing.assert_array_equal(metrics.k_abs_error(df).to_numpy(), [2.0, np.nan, 3.0])

@@ -36,7 +36,7 @@ def test_settings_are_ranked_apart_with_failures_last():
     assert auto.loc["d3"].tolist() == [1.0, 2.5, 2.5]
     assert a.ranks["true"].loc["d2"].tolist() == [2.0, 1.0]
     table = a.rank_tables["auto"].set_index("method")
-    assert table.loc["TabClustPFN", "ARI rank"] == "1 [0]"  # ranks 1, 1.5, 1 -> median 1, IQR 0.25
+    assert table.loc["TabClustPFN", "ARI rank"] == "1 [0.25]"  # ranks 1, 1.5, 1 -> median 1, IQR 0.25
     assert table.loc["DBSCAN", "failed"] == 1 and table.loc["DBSCAN", "k-MAE"] == "1 [0]"
     assert "k-MAE" not in a.rank_tables["true"].columns
     assert set(a.significance) == {"auto", "true"}
@@ -59,6 +59,6 @@ def test_markdown_rendering():
     failures = pd.DataFrame({"dataset": ["d2"], "method": ["DBSCAN"], "error": ["no result | cancelled"]})
     text = report.render_markdown([a], ["header line"], None, failures)
     assert text.startswith("# TabClustPFN evaluation\n\nheader line")
-    assert "| TabClustPFN | 1 [0] |" in text
+    assert "| TabClustPFN | 1 [0.25] |" in text
     assert "no result \\| cancelled" in text  # pipes escaped inside a cell
     assert report.markdown_table(pd.DataFrame({"x": [0.123456, np.nan]})).splitlines()[2:] == ["| 0.1235 |", "| - |"]

@@ -58,6 +58,22 @@ def test_unknown_method_or_suite_is_refused_up_front():
         EvalConfig(k_selection="silhouette")
 
 
+def test_bad_worker_count_timeout_calibration_or_empty_method_list_is_refused_up_front():
+    # num_workers=-1 used to spin forever in run_with_timeouts (no task ever submitted) and 0 silently meant
+    # "one per CPU"; an empty method list crashed with KeyError('method') after loading every dataset
+    for n in (0, -1):
+        with pytest.raises(ValueError, match=f"num_workers must be >= 1 .*got {n}"):
+            EvalConfig(num_workers=n)
+    with pytest.raises(ValueError, match=r"timeout_s must be > 0 \(seconds per run, --timeout\), got 0"):
+        EvalConfig(timeout_s=0)
+    with pytest.raises(ValueError, match="calibration_size must be >= 0 .*got -1"):
+        EvalConfig(calibration_size=-1)
+    with pytest.raises(ValueError, match="no method to run"):
+        EvalConfig(methods=())
+    with pytest.raises(ValueError, match="num_workers must be >= 1"):
+        run_with_timeouts([("a", _sleep, (0.0,))], timeout_s=1.0, num_workers=0, progress=False)
+
+
 @pytest.mark.parametrize("rule", ["posterior_mode", "expected_ari"])
 def test_tabclustpfn_runs_with_the_chosen_k_selection_rule(tiny_checkpoint, rule):
     from model.estimator import TabClustPFN

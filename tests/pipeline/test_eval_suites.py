@@ -58,6 +58,13 @@ def test_folder_without_target_column_is_a_clear_error(tmp_path):
         suites.load_folder(tmp_path / "missing", "data", "data")
 
 
+def test_asking_for_a_dataset_the_folder_lacks_is_an_error_not_a_smaller_suite(tmp_path):
+    _write(tmp_path, "iris", pd.DataFrame({"a": [1.0, 2.0], "target": [0, 1]}))
+    assert [d.name for d in suites.load_folder(tmp_path, "data", "data", ["iris"])] == ["iris"]
+    with pytest.raises(FileNotFoundError, match=r"no Parquet file for \['wine'\]"):
+        suites.load_folder(tmp_path, "data", "data", ["iris", "wine"])
+
+
 def test_paper_sizes_of_the_synthetic_suite():
     assert len(suites.GMM_SIZES) == 25 and len(suites.ZEUS_SIZES) == 24
     assert suites.GMM_SIZES[0] == (511, 55, 8) and suites.ZEUS_SIZES[2] == (948, 6, 43, 6)
