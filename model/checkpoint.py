@@ -71,10 +71,11 @@ def _plain(value: Any, where: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, (str, int)):
                 raise TypeError(f"metadata key {where}[{key!r}] must be a str or int")
-            out[key] = _plain(item, f"{where}[{key!r}]")
+            out[_plain(key, where)] = _plain(item, f"{where}[{key!r}]")
         return out
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, (list, tuple)):  # a named tuple (pickled as its class) becomes a plain tuple
+        items = [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
     if isinstance(value, (np.generic, np.ndarray)):
         return value.tolist()
     if isinstance(value, os.PathLike):
@@ -82,6 +83,9 @@ def _plain(value: Any, where: str) -> Any:
     if not isinstance(value, _PLAIN_TYPES):
         raise TypeError(f"metadata value {where} has type {type(value).__name__}; use plain str/int/float/bool/"
                         "None, lists, dicts or tensors so the checkpoint loads with weights_only=True")
+    for base in (str, int, float):  # subclasses (a str or int Enum) pickle as their class: weights_only refuses it
+        if isinstance(value, base) and type(value) is not base and not isinstance(value, bool):
+            return base.__str__(value) if base is str else base(value)
     return value
 
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import ModelConfig
-from model.layers import full_precision
+from model.layers import at_least_float32, full_precision
 
 
 def gram_fingerprint(probs: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tensor:
@@ -24,9 +24,9 @@ def gram_fingerprint(probs: torch.Tensor, ctx_mask: torch.Tensor) -> torch.Tenso
     sorted descending, where G_K = P_K^T P_K / N.
     """
     b, n_cand, _, k_max = probs.shape
-    with full_precision(probs):  # sums over N rows: float32 even under bf16 autocast
-        p = probs.float() * ctx_mask[:, None, :, None]
-        n = ctx_mask.sum(-1).clamp(min=1).float()
+    with full_precision(probs):  # sums over N rows: float32 even under bf16 autocast (float64 stays float64)
+        p = at_least_float32(probs) * ctx_mask[:, None, :, None]
+        n = ctx_mask.sum(-1).clamp(min=1).to(p.dtype)
         gram = torch.einsum("bcnk,bcnl->bckl", p, p) / n[:, None, None, None]  # (B, K_max-1, K_max, K_max)
     parts = []
     for c in range(n_cand):

@@ -98,10 +98,15 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
         if unknown:
-            raise ValueError(f"unknown ModelConfig keys {unknown}; known keys are {sorted(known)}")
+            raise ValueError(f"unknown ModelConfig keys {unknown}; known keys are {sorted(fields)}")
+        for name, value in data.items():  # the type of each default: int sizes, bool flags, str choices
+            kind = type(fields[name].default)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                # e.g. "false" for a flag would be truthy: another network on the same weights, silently
+                raise ValueError(f"ModelConfig.{name} must be a {kind.__name__}, got {value!r}")
         return cls(**data)
 
 

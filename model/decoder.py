@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from model.config import ModelConfig
-from model.layers import MAB, CompetitiveMAB, full_precision
+from model.layers import MAB, CompetitiveMAB, at_least_float32, full_precision
 
 
 class CosineHead(nn.Module):
@@ -31,8 +31,8 @@ class CosineHead(nn.Module):
         s, k, _ = C.shape
         g = s // R.shape[0]
         with full_precision(gr):  # bf16 cosines are off by ~1e-2, times tau ~10: noticeable logit noise
-            r = F.normalize(gr.float(), dim=-1)
-            c = F.normalize(gc.float(), dim=-1).reshape(R.shape[0], g * k, -1)
+            r = F.normalize(at_least_float32(gr), dim=-1)
+            c = F.normalize(at_least_float32(gc), dim=-1).reshape(R.shape[0], g * k, -1)
             logits = self.log_tau.exp() * r @ c.transpose(1, 2)  # (S', N, G*K)
         if g == 1:
             return logits
@@ -45,7 +45,7 @@ def farthest_point_seeds(R: torch.Tensor, ctx_mask: torch.Tensor, k: int) -> tor
     the rows (ties aside), like k-means++ seeding without its randomness; rows outside the context are never picked.
     """
     s, n, _ = R.shape
-    R = R.float()
+    R = at_least_float32(R)
     w = ctx_mask.to(R.dtype)
     mean = (R * w[..., None]).sum(1, keepdim=True) / w.sum(1).clamp(min=1)[:, None, None]
     dist = (R - mean).square().sum(-1)  # (S, N): distance to the nearest picked point (the mean at first)

@@ -13,6 +13,11 @@ def full_precision(t: torch.Tensor):
     return torch.autocast(t.device.type, enabled=False)
 
 
+def at_least_float32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32 if it is in a narrower float (bf16, fp16), else unchanged: float64 stays float64."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
 #: CUDA's fused attention kernels put the batch in one grid dimension, at most 2**16 - 1 (pytorch#146704).
 CUDA_ATTENTION_MAX_BATCH = 32768
 

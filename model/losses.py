@@ -17,7 +17,8 @@ def soft_confusion(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch.Te
     """M = P^T Z: (B, K, L) where L = max label + 1; M[k, l] = sum_i P_ik 1[z_i = l]."""
     n_true = int(labels.max().item()) + 1 if labels.numel() else 1
     z = F.one_hot(labels.clamp(min=0), max(n_true, 1)).to(probs.dtype) * row_mask[..., None]
-    return torch.einsum("bnk,bnl->bkl", probs * row_mask[..., None], z)
+    # where, not a product: NaN or inf on a padded row (softmax of all -inf logits) times 0 would still be NaN
+    return torch.einsum("bnk,bnl->bkl", torch.where(row_mask[..., None], probs, 0.0), z)
 
 
 def _comb2(x: torch.Tensor) -> torch.Tensor:
@@ -25,7 +26,11 @@ def _comb2(x: torch.Tensor) -> torch.Tensor:
 
 
 def soft_ari(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch.Tensor) -> torch.Tensor:
-    """SoftARI (the paper's Sec. 3.3): ARI of the soft contingency table; equals sklearn's ARI for one-hot P."""
+    """SoftARI (the paper's Sec. 3.3): ARI of the soft contingency table; equals sklearn's ARI for one-hot P.
+
+    A task of fewer than 2 rows has no pairs and scores 1, as in sklearn. NaN in a task's probabilities gives NaN,
+    never a score (it used to read as a perfect 1 through the special case below).
+    """
     m = soft_confusion(probs, labels, row_mask)
     n = row_mask.sum(-1).to(probs.dtype)
     index = _comb2(m).sum((-2, -1))
@@ -34,10 +39,11 @@ def soft_ari(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch.Tensor) 
     expected = rows * cols / _comb2(n).clamp(min=1)
     maximum = (rows + cols) / 2
     denom = maximum - expected
-    # Both partitions trivial (sklearn's special case): perfect agreement counts as 1.
-    safe = denom.abs() > 1e-9
-    return torch.where(safe, (index - expected) / torch.where(safe, denom, torch.ones_like(denom)),
-                       torch.ones_like(denom))
+    # Both partitions trivial (sklearn's special case), or no pairs at all: perfect agreement counts as 1.
+    # Written as a test for "trivial" rather than for "safe" so that a NaN denominator stays NaN.
+    trivial = (denom.abs() <= 1e-9) | (n < 2)
+    return torch.where(trivial, torch.ones_like(denom),
+                       (index - expected) / torch.where(trivial, torch.ones_like(denom), denom))
 
 
 def soft_nmi(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
@@ -50,8 +56,8 @@ def soft_nmi(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch.Tensor, 
     hk = -(pk * torch.log(pk + eps)).sum(-1)
     hl = -(pl * torch.log(pl + eps)).sum(-1)
     denom = (hk + hl) / 2
-    safe = denom > 1e-9
-    return torch.where(safe, mi / torch.where(safe, denom, torch.ones_like(denom)), torch.ones_like(denom))
+    trivial = denom <= 1e-9  # both partitions one cluster: 1, as in sklearn (a NaN denominator stays NaN)
+    return torch.where(trivial, torch.ones_like(denom), mi / torch.where(trivial, torch.ones_like(denom), denom))
 
 
 def soft_ari_loss(probs, labels, row_mask) -> torch.Tensor:
@@ -69,6 +75,8 @@ def hungarian_targets(probs: torch.Tensor, labels: torch.Tensor, row_mask: torch
     ``active`` (B, K) bool restricts the matching to each task's live clusters; unmatched truths get -1.
     """
     m = soft_confusion(probs.detach(), labels, row_mask).cpu().numpy()  # (B, K, L)
+    # NaN (a diverged step) would make scipy raise; that task's loss is NaN anyway, so the step is skipped
+    m = np.nan_to_num(m, nan=0.0, posinf=0.0, neginf=0.0)
     live = None if active is None else active.cpu().numpy()
     out = labels.clone()
     for b in range(m.shape[0]):
@@ -87,12 +95,14 @@ def matching_ce_loss(logits: torch.Tensor, labels: torch.Tensor, row_mask: torch
 
     ``logits`` (B, N, K) may hold -inf for inactive clusters.
     """
+    active = torch.isfinite(logits[:, 0, :])
+    logits = logits.masked_fill(~row_mask[..., None], 0.0)  # padded rows: no NaN from all -inf rows, no gradient
     probs = torch.softmax(logits, dim=-1)
-    targets = hungarian_targets(probs, labels, row_mask, active=torch.isfinite(logits[:, 0, :]))
+    targets = hungarian_targets(probs, labels, row_mask, active=active)
     logp = torch.log_softmax(logits, dim=-1)
     valid = row_mask & (targets >= 0)
     picked = logp.gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)
-    per_task = -(picked * valid).sum(-1) / valid.sum(-1).clamp(min=1)
+    per_task = -torch.where(valid, picked, 0.0).sum(-1) / valid.sum(-1).clamp(min=1)
     return per_task.mean()
 
 

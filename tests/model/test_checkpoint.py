@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
 
 import numpy as np
 import pytest
@@ -163,6 +165,16 @@ def test_config_with_missing_parameters_is_refused(tmp_path):
         load_checkpoint(path)
 
 
+@pytest.mark.parametrize("key, value", [("proto_competition", "false"), ("k_max", 10.0), ("col_dim", True),
+                                        ("decoder", None)])
+def test_config_values_of_the_wrong_type_are_refused(tmp_path, key, value):
+    """A string "false" for a flag is truthy: it used to load as True, a different network on the same weights
+    (``proto_competition`` has no weights to disagree with); a float size failed inside torch with a TypeError."""
+    path = _rewrite(tmp_path, lambda p: p["model_config"].update({key: value}))
+    with pytest.raises(CheckpointError, match=key):
+        load_checkpoint(path)
+
+
 def test_numpy_and_path_metadata_is_stored_as_plain_values(tmp_path):
     meta = {"wall_s": np.float64(1.5), "curve": np.array([0.1, 0.2]), "run_dir": tmp_path,
             "nested": [{"k": np.int64(3)}]}
@@ -170,6 +182,25 @@ def test_numpy_and_path_metadata_is_stored_as_plain_values(tmp_path):
     _, loaded = load_checkpoint(path)
     assert loaded == {"wall_s": 1.5, "curve": [0.1, 0.2], "run_dir": str(tmp_path), "nested": [{"k": 3}]}
     assert type(loaded["nested"][0]["k"]) is int
+
+
+class _Mode(str, enum.Enum):
+    FAST = "fast"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+def test_metadata_enums_and_named_tuples_are_stored_as_plain_values(tmp_path):
+    """Subclasses of str, int and tuple pass for plain values but pickle as their class, which weights_only then
+    refuses: a checkpoint saved without complaint that could never be loaded. They are stored as plain values."""
+    pair = collections.namedtuple("pair", "lo hi")
+    meta = {"mode": _Mode.FAST, "level": _Level.HIGH, "range": pair(1, 2), "by_mode": {_Mode.FAST: 1}}
+    _, loaded = load_checkpoint(save_checkpoint(tmp_path / "m.pt", make_tiny_net(), meta))
+    assert loaded == {"mode": "fast", "level": 3, "range": (1, 2), "by_mode": {"fast": 1}}
+    assert type(next(iter(loaded["by_mode"]))) is str
+    assert [type(loaded[k]) for k in ("mode", "level", "range")] == [str, int, tuple]
 
 
 def test_metadata_that_would_not_load_with_weights_only_is_refused_at_save(tmp_path):

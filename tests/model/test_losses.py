@@ -95,3 +95,64 @@ def test_cin_losses_prefer_the_true_k():
     assert losses.cin_ce_loss(good, k_true) < losses.cin_ce_loss(bad, k_true)
     eta_good = torch.tensor([[5.0, 5.0, -5.0, -5.0, -5.0, -5.0, -5.0, -5.0]])  # K*>2, K*>3, not K*>4...
     assert losses.cin_ordinal_loss(eta_good, k_true) < losses.cin_ordinal_loss(-eta_good, k_true)
+
+
+def test_non_finite_values_on_padded_rows_do_not_leak_into_the_losses():
+    """``row_mask`` decides which rows count (module docstring): NaN probabilities or all -inf logits on padded rows
+    must leave every loss, and its gradient, as on the unpadded task."""
+    g = torch.Generator().manual_seed(2)
+    logits = torch.randn(1, 30, 4, generator=g, dtype=torch.float64)
+    logits[..., 3] = float("-inf")  # K = 3 of K_max = 4
+    labels = torch.randint(0, 3, (1, 30), generator=g)
+    mask = torch.ones(1, 30, dtype=torch.bool)
+    pad_logits = torch.cat([logits, torch.full((1, 5, 4), float("-inf"), dtype=torch.float64)], 1)
+    pad_labels = torch.cat([labels, torch.full((1, 5), -1)], 1)
+    pad_mask = torch.cat([mask, torch.zeros(1, 5, dtype=torch.bool)], 1)
+    for fn in (losses.soft_ari, losses.soft_nmi, losses.matching_softacc_loss):
+        probs = torch.softmax(logits, -1).requires_grad_(True)
+        pad_probs = torch.softmax(pad_logits, -1).requires_grad_(True)  # NaN on the padded rows
+        value, ref = fn(pad_probs, pad_labels, pad_mask), fn(probs, labels, mask)
+        value.sum().backward()
+        ref.sum().backward()
+        assert torch.allclose(value, ref), fn.__name__
+        assert torch.allclose(pad_probs.grad[:, :30], probs.grad) and (pad_probs.grad[:, 30:] == 0).all()
+    pad = pad_logits.clone().requires_grad_(True)
+    loss = losses.matching_ce_loss(pad, pad_labels, pad_mask)
+    loss.backward()
+    assert torch.allclose(loss, losses.matching_ce_loss(logits, labels, mask))
+    assert torch.isfinite(pad.grad).all() and (pad.grad[:, 30:] == 0).all()
+
+
+def test_soft_ari_of_a_single_row_is_one_as_in_sklearn():
+    """One row has no pairs: sklearn's ARI is 1 (its empty/full-agreement case) whatever the partition; a soft
+    partition used to give 2 (the pair count C(1, 2) = 0 replaced by 1)."""
+    probs = torch.tensor([[[0.7, 0.2, 0.1]]], dtype=torch.float64)
+    labels, mask = torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)
+    assert adjusted_rand_score([0], [0]) == 1.0
+    assert losses.soft_ari(probs, labels, mask).item() == pytest.approx(1.0)
+
+
+def test_nan_probabilities_give_a_nan_score_not_a_perfect_one():
+    """A task whose probabilities hold NaN (a diverged step) used to score SoftARI = SoftNMI = 1, a finite loss of
+    -1 that reads as perfect agreement in the logs; the score must be NaN, and the other tasks keep theirs."""
+    g = torch.Generator().manual_seed(3)
+    probs = torch.softmax(torch.randn(2, 20, 3, generator=g, dtype=torch.float64), -1)
+    labels, mask = torch.randint(0, 3, (2, 20), generator=g), torch.ones(2, 20, dtype=torch.bool)
+    broken = probs.clone()
+    broken[0, 4] = float("nan")
+    for fn in (losses.soft_ari, losses.soft_nmi):
+        scores = fn(broken, labels, mask)
+        assert torch.isnan(scores[0]), fn.__name__
+        assert torch.allclose(scores[1], fn(probs, labels, mask)[1]), fn.__name__
+
+
+def test_matching_ce_on_nan_logits_gives_a_nan_loss_instead_of_raising():
+    """The training loop skips a step whose gradient is not finite (a bf16 overflow); under Matching+CE (the warm-up
+    loss) NaN logits used to stop the run instead, scipy's matching raising "invalid numeric entries"."""
+    logits = torch.randn(2, 12, 3, generator=torch.Generator().manual_seed(4))
+    labels, mask = torch.arange(12).remainder(3).expand(2, -1), torch.ones(2, 12, dtype=torch.bool)
+    broken = logits.clone()
+    broken[0, 5] = float("nan")
+    assert torch.isnan(losses.matching_ce_loss(broken, labels, mask))
+    targets = losses.hungarian_targets(torch.softmax(broken, -1), labels, mask)
+    assert torch.equal(targets[1], losses.hungarian_targets(torch.softmax(logits, -1), labels, mask)[1])

@@ -68,6 +68,28 @@ def test_a_dataset_gives_the_same_output_alone_or_padded_in_a_batch(net):
     assert torch.allclose(batched.k_logits[1], alone.k_logits[0], atol=1e-5)
 
 
+def test_a_float64_network_computes_in_float64_and_pads_exactly():
+    """The cosine head, the farthest-point seeds and CIN's Gram matrices raise bf16 to float32 but used to lower
+    float64 to it too, so a float64 copy of the network failed in CIN (float32 fingerprint, float64 weights). In
+    float64 a table padded in a batch gets its own outputs to rounding, which float32 (1e-5) cannot show."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", proto_seeding=True)).eval()
+    net64 = TabClustNet(net.cfg).double().eval()
+    net64.load_state_dict(net.state_dict())
+    small, big = _task(2, 25, 3, 2, categorical=(0,)), _task(3, 60, 7, 5)
+    t = to_torch(collate([small]))
+    with torch.no_grad():
+        out32 = net.infer(t["X"], t["row_mask"], t["col_mask"], t["cat_mask"])
+        alone = net64.infer(t["X"].double(), t["row_mask"], t["col_mask"], t["cat_mask"])
+        b = to_torch(collate([big, small]))
+        batched = net64.infer(b["X"].double(), b["row_mask"], b["col_mask"], b["cat_mask"])
+    assert alone.probs.dtype == alone.k_logits.dtype == torch.float64
+    torch.testing.assert_close(alone.probs.float(), out32.probs, rtol=0, atol=1e-4)
+    torch.testing.assert_close(alone.k_logits.float(), out32.k_logits, rtol=0, atol=1e-4)
+    torch.testing.assert_close(batched.probs[1, :, :25], alone.probs[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(batched.k_logits[1], alone.k_logits[0], rtol=0, atol=1e-12)
+
+
 def test_non_context_rows_are_assigned_independently_of_each_other(net):
     task = _task(4, 50, 4, 3)
     t = to_torch(collate([task]))
