@@ -34,7 +34,14 @@ MAX_STEPS = 2**27
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """AdamW with a linear warm-up then a cosine decay to ``min_lr_ratio * lr`` at ``max_steps``."""
+    """AdamW with a linear warm-up then a cosine decay to ``min_lr_ratio * lr`` at ``max_steps``.
+
+    ``max_temperature``: an upper bound on the cosine head's learnable temperature, kept by clamping it before
+    every step and after it (as CLIP bounds its logit scale at 100); None leaves it free. A free temperature
+    can run away: the shipped weights reached 444, where 84 % of the rows of held-out prior tasks are assigned
+    with probability > 0.999, and two thirds of the wrongly assigned rows get a SoftARI gradient below 1e-6, so
+    training no longer moves them (``docs/DESIGN.md``, "Temperature").
+    """
 
     lr: float = 1e-4
     betas: tuple[float, float] = (0.9, 0.95)
@@ -43,6 +50,7 @@ class OptimConfig:
     warmup_steps: int = 2000
     min_lr_ratio: float = 0.0
     grad_clip: float = 1.0
+    max_temperature: float | None = None
 
     def __post_init__(self) -> None:
         if not self.lr > 0:
@@ -53,6 +61,8 @@ class OptimConfig:
             raise ValueError("OptimConfig: warmup_steps and weight_decay must be >= 0, eps and grad_clip > 0")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ValueError(f"OptimConfig.min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if self.max_temperature is not None and not self.max_temperature > 0:
+            raise ValueError(f"OptimConfig.max_temperature must be > 0 or None (no bound), got {self.max_temperature}")
 
 
 @dataclass(frozen=True)

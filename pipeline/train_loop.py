@@ -30,7 +30,7 @@ from model.batching import to_torch
 from model.objective import compute_losses
 from pipeline.config import TrainConfig
 from pipeline.prior_stream import CHECKPOINT_PREFIX, StreamLayout, checkpoint_dir_name, iter_local_rows, unpack_rows
-from pipeline.train_state import (build_optimizer, lr_at, restore, restore_optimizer,
+from pipeline.train_state import (bound_temperature, build_optimizer, lr_at, restore, restore_optimizer,
                                   save_train_state)
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,8 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
     lr = lr_at(step, cfg.optim, cfg.max_steps) if lr is None else lr
     for group in optimizer.param_groups:
         group["lr"] = lr
+    net = getattr(model, "module", model)  # DDP wraps the network
+    bound_temperature(net, cfg.optim.max_temperature)  # also bounds the weights a run starts from
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
     last = len(micro_batches) - 1
@@ -83,6 +85,7 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, micro_batches
     finite = bool(torch.isfinite(grad_norm))  # the same on every rank: gradients are all-reduced
     if finite:
         optimizer.step()
+        bound_temperature(net, cfg.optim.max_temperature)  # the saved weights stay within the bound
     else:  # one bad batch (or a bf16 overflow) must not turn every weight into NaN
         logger.warning("step %d: non-finite gradient norm, update skipped", step)
         optimizer.zero_grad(set_to_none=True)

@@ -23,6 +23,7 @@ from torch import nn
 
 from model import TabClustNet
 from model.checkpoint import load_checkpoint
+from model.decoder import CosineHead
 from pipeline.config import OptimConfig, TrainConfig, config_from_dict, config_to_dict
 from pipeline.prior_stream import STATE_FILE, resume_point
 
@@ -124,6 +125,16 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any], o
     optimizer.load_state_dict(saved)
     for group, decay in zip(optimizer.param_groups, (optim.weight_decay, 0.0)):
         group.update(betas=tuple(optim.betas), eps=optim.eps, weight_decay=decay)
+
+
+@torch.no_grad()
+def bound_temperature(net: nn.Module, max_temperature: float | None) -> None:
+    """Clamp every cosine head's learnable temperature to at most ``max_temperature`` (None: leave it)."""
+    if max_temperature is None:
+        return
+    for module in net.modules():
+        if isinstance(module, CosineHead):
+            module.log_tau.clamp_(max=math.log(max_temperature))
 
 
 def save_train_state(directory: str | Path, net: nn.Module, optimizer: torch.optim.Optimizer, step: int,

@@ -78,6 +78,28 @@ def test_decoupled_cin_loss_cannot_change_the_partition_networks_step_through_cl
         torch.testing.assert_close(after[1.0][key], value, rtol=0, atol=0, msg=key)
 
 
+def test_max_temperature_bounds_the_cosine_heads_temperature_from_the_first_forward_to_the_saved_weights():
+    import math
+
+    from pipeline.config import apply_overrides
+
+    batch = [to_torch(collate([regenerate_task(CFG.stream, 0, 0, i) for i in range(2)]))]
+    taus = {}
+    for bound in (None, 50.0):
+        run = dataclasses.replace(CFG, optim=dataclasses.replace(CFG.optim, max_temperature=bound))
+        net = build_model(run)
+        net.decoder.head.log_tau.data.fill_(math.log(1000.0))  # a temperature that ran away
+        seen = []
+        net.decoder.head.register_forward_pre_hook(lambda mod, args: seen.append(float(mod.log_tau.exp())))
+        train_step(net, build_optimizer(net, run.optim), batch, 5, run, torch.device("cpu"))
+        taus[bound] = (max(seen), float(net.decoder.head.log_tau.exp()))
+    assert taus[50.0][0] <= 50.0 * (1 + 1e-5) and taus[50.0][1] <= 50.0 * (1 + 1e-5)
+    assert taus[None][0] == pytest.approx(1000.0, rel=1e-5) and taus[None][1] > 900.0  # unbounded: left alone
+    assert apply_overrides(CFG, ["optim.max_temperature=100"]).optim.max_temperature == 100.0
+    with pytest.raises(ValueError, match="max_temperature must be > 0"):
+        OptimConfig(max_temperature=0.0)
+
+
 def test_additive_coupling_clips_the_whole_network_as_one():
     from pipeline.train_loop import clip_groups
 
