@@ -25,11 +25,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--study", choices=STUDY_NAMES, help="which ablation (required unless --resume)")
     p.add_argument("--preset", choices=["small", "paper", "tiny"], help="base run (default: small; tiny with --smoke)")
     p.add_argument("--budget-steps", type=int, help="optimisation steps per trial (default: the preset's max_steps)")
-    p.add_argument("--num-samples", type=int, default=1, help="seeds per variant (grid studies) or random "
-                   "configurations (hparams) (default: %(default)s)")
+    p.add_argument("--num-samples", type=int, help="seeds per variant (grid studies) or random configurations "
+                   "(hparams) (default: 1)")
     p.add_argument("--smoke", action="store_true", help="tiny model, tiny data, a few steps (checks, CI)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override the base TrainConfig")
-    p.add_argument("--scheduler", choices=["fifo", "asha"], default="fifo", help="asha stops weak trials early")
+    p.add_argument("--scheduler", choices=["fifo", "asha"], help="asha stops weak trials early (default: fifo)")
     p.add_argument("--eval-tasks", type=int, help="fixed held-out synthetic tasks (default: 64; 8 with --smoke)")
     p.add_argument("--real", action="store_true", help="also score each trial on the 22 UCI datasets")
     p.add_argument("--real-datasets", help="comma-separated subset of the real suite")
@@ -45,6 +45,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _defining_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given that define what a new sweep computes (a saved sweep cannot change them)."""
+    given = {"--study": args.study, "--preset": args.preset, "--budget-steps": args.budget_steps,
+             "--num-samples": args.num_samples, "--smoke": args.smoke or None, "--set": args.set or None,
+             "--scheduler": args.scheduler, "--eval-tasks": args.eval_tasks}
+    return [flag for flag, value in given.items() if value is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
@@ -52,22 +60,34 @@ def main(argv: list[str] | None = None) -> int:
         sweep = None
         if args.resume and not args.name:
             raise ValueError("--resume needs --name (the sweep folder under --storage-path)")
+        if args.real_datasets and not args.real:
+            raise ValueError("--real-datasets needs --real (it picks the datasets of the real suite to score on)")
         if args.rescore:
             if not args.name or args.resume or args.study:
                 raise ValueError("--rescore needs --name (a sweep folder under --storage-path) and no --study/--resume")
+            if _defining_flags(args):
+                raise ValueError(f"--rescore scores sweep {args.name!r} as it was trained; drop "
+                                 f"{', '.join(_defining_flags(args))} (only --real/--real-datasets can be added)")
             result = rescore_sweep(args.name, storage_path=args.storage_path, real=args.real or None,
                                    real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None,
                                    tracking_uri=args.tracking_uri, output=args.output)
             print(result.files["markdown"].read_text())
             return 0
+        if args.resume and (_defining_flags(args) or args.real):
+            raise ValueError(f"--resume continues sweep {args.name!r} as it was started; drop "
+                             f"{', '.join(_defining_flags(args) + (['--real'] if args.real else []))} (to score a "
+                             "finished sweep on the real suite, use --rescore --real)")
         if not args.resume:
             if args.study is None:
                 raise ValueError("--study is required for a new sweep")
             base = apply_overrides(train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke),
                                    args.set)
-            sweep = SweepConfig(study=args.study, base=base, budget_steps=args.budget_steps or base.max_steps,
-                                num_samples=args.num_samples, scheduler=args.scheduler, real=args.real,
-                                eval_tasks=args.eval_tasks or (8 if args.smoke else 64),
+            eval_tasks = args.eval_tasks if args.eval_tasks is not None else (8 if args.smoke else 64)
+            sweep = SweepConfig(study=args.study, base=base,
+                                budget_steps=base.max_steps if args.budget_steps is None else args.budget_steps,
+                                num_samples=1 if args.num_samples is None else args.num_samples,
+                                scheduler=args.scheduler or "fifo", real=args.real,
+                                eval_tasks=eval_tasks,
                                 real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None)
         options = SweepOptions(storage_path=args.storage_path, name=args.name, resume=args.resume,
                                tracking_uri=args.tracking_uri, output=args.output,

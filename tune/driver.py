@@ -3,7 +3,7 @@
 Layout of a sweep ``<storage_path>/<name>/``: Tune's experiment state and ``trial_<id>/`` folders,
 ``sweep.json`` (the :class:`SweepConfig`, the MLflow parent run and tracking URI) and ``trials/<trial_id>/`` per
 trial with its Ray Train run (``train/``), ``trial.json`` (child run id, config, attempts) and the final
-``model.pt``.
+``model.pt``; ``.slots/`` holds the lock files of :mod:`tune.slots` (how many trials train at once).
 
 Each trial trains ``budget_steps`` steps of the base config with the study's overrides (the base schedule's
 warm-ups are scaled by ``budget_steps / base.max_steps``), then scores the final network on the sweep's fixed
@@ -14,6 +14,9 @@ with its scores, so a scheduler cannot stop a trial between its last step and it
 ``Tuner.restore``: finished trials are kept, unfinished and failed ones rerun, and a rerun trial resumes its
 Ray Train run from its newest checkpoint and its MLflow child run. A driver killed while Tune was writing its
 experiment state leaves that file torn; :mod:`tune.state` keeps a complete copy and puts it back before the restore.
+The restore starts every failed trial at once, whatever the concurrency limit (ray-project/ray#40652), so each trial
+trains and scores in one of the sweep's slots (:mod:`tune.slots`); ``max_concurrent_trials`` given on resume is
+the new number of slots. A sweep whose trials do not fit the cluster together is refused, not left waiting.
 :func:`rescore_sweep` scores a finished sweep's saved models again (the real suite added afterwards, or a metric
 added since the sweep ran) and rewrites its tables, without training anything.
 """
@@ -37,8 +40,9 @@ from mlflow.tracking import MlflowClient
 
 from pipeline.config import TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset
 from pipeline.pretrain import absolute_tracking_uri
+from pipeline.prior_stream import READ_CPUS
 from pipeline.tracking import setup_tracking
-from tune import report
+from tune import report, slots
 from tune.spaces import STUDY_NAMES, Study, StudyName, study_space, to_tune, with_seeds
 
 logger = logging.getLogger(__name__)
@@ -47,8 +51,11 @@ EXPERIMENT = "tabclustpfn-ablations"
 SWEEP_FILE = "sweep.json"
 TRIAL_FILE = "trial.json"
 TRIALS_DIR = "trials"
-#: CPUs of the short-lived Ray Data read tasks of a trial's prior stream (``ray.data.range``).
-READ_TASK_CPUS = 1.0
+SLOTS_DIR = ".slots"
+#: What a Tune trial reserves itself. It waits for its slot (:mod:`tune.slots`) before its TorchTrainer reserves
+#: anything; ``SweepConfig.trial_cpus`` counts its driving and scoring in the concurrency limit instead, so trials
+#: that Tune starts beyond the limit (a resume restarts every failed trial at once) hold almost nothing.
+TRIAL_ACTOR_CPUS = 0.01
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,9 @@ class SweepConfig:
 
     ``num_samples``: seeds per variant for grid studies, random configurations for ``hparams``.
     ``report_every``: steps between Train reports (checkpoint + in-loop validation, what ASHA sees);
-    default a quarter of the budget. ``trial_cpus``: CPUs of each Tune trial (the Train driver, and the
-    final scoring). ``real_datasets``: a subset of the real suite (default: all 22).
+    default a quarter of the budget. ``trial_cpus``: CPUs counted for each trial's own process (it drives its
+    TorchTrainer, then scores) when deciding how many trials fit at once. ``real_datasets``: a subset of the real
+    suite (default: all 22).
 
     ``scheduler="asha"`` lets Tune stop weak trials at a Train report. Ray Train (2.60) frees a stopped trial's
     worker placement group through its ``PlacementGroupCleaner``, which asks the State API (served by the
@@ -84,8 +92,9 @@ class SweepConfig:
     def __post_init__(self) -> None:
         if self.study not in STUDY_NAMES:
             raise ValueError(f"unknown study {self.study!r}: choose one of {', '.join(STUDY_NAMES)}")
-        if self.budget_steps < 1 or self.num_samples < 1 or self.eval_tasks < 1:
-            raise ValueError("budget_steps, num_samples and eval_tasks must be >= 1")
+        for name in ("budget_steps", "num_samples", "eval_tasks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.scheduler not in ("fifo", "asha"):
             raise ValueError(f"unknown scheduler {self.scheduler!r}: use 'fifo' or 'asha'")
         if self.scheduler == "asha" and self.study == "prior":
@@ -93,6 +102,13 @@ class SweepConfig:
                              "trial's own prior; run the prior study with the fifo scheduler")
         if self.report_every is not None and self.report_every < 1:
             raise ValueError(f"report_every must be >= 1, got {self.report_every}")
+        if self.scheduler == "asha" and self.base.val_tasks == 0:
+            raise ValueError("ASHA ranks trials by the in-loop validation ARI (val_ari) of each Train report, and the "
+                             "base's val_tasks=0 turns it off; set val_tasks >= 1 (--set val_tasks=8) or use the fifo "
+                             "scheduler")
+        if self.scheduler == "asha" and (self.report_every or 1) > self.budget_steps:
+            raise ValueError(f"ASHA's first rung is the first report: report_every={self.report_every} is past the "
+                             f"budget of {self.budget_steps} steps; choose report_every <= budget_steps")
         if not self.trial_cpus > 0:
             raise ValueError(f"trial_cpus must be > 0, got {self.trial_cpus}")
 
@@ -113,6 +129,11 @@ class SweepOptions:
     output: str | None = None
     max_concurrent_trials: int | None = None
     verbose: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent_trials is not None and self.max_concurrent_trials < 1:
+            raise ValueError(f"max_concurrent_trials must be >= 1, got {self.max_concurrent_trials} (leave it out to "
+                             "run as many trials as the cluster fits)")
 
 
 @dataclass
@@ -158,16 +179,27 @@ def trial_config(sweep: SweepConfig, overrides: Mapping[str, Any]) -> TrainConfi
 
 def trial_footprint(cfg: TrainConfig, trial_cpus: float) -> dict[str, float]:
     """Logical resources one running trial holds: its driver, the Train workers, the prior actors, a read task."""
-    cpus = trial_cpus + cfg.stream.num_actors * cfg.stream.actor_cpus + READ_TASK_CPUS
+    cpus = trial_cpus + cfg.stream.num_actors * cfg.stream.actor_cpus + READ_CPUS
     cpus += 0 if cfg.use_gpu else cfg.num_workers
     return {"CPU": cpus, "GPU": float(cfg.num_workers) if cfg.use_gpu else 0.0}
 
 
 def default_max_concurrent(cfg: TrainConfig, trial_cpus: float, cluster: Mapping[str, float]) -> int:
-    """How many trials fit in ``cluster`` (``ray.cluster_resources()``) at once (at least 1)."""
+    """How many trials fit in ``cluster`` (``ray.cluster_resources()``) at once.
+
+    Raises ``ValueError`` when not even one does: its Train workers and prior actors would take the last CPUs (or
+    GPUs) and its read task wait for ever.
+    """
     need = trial_footprint(cfg, trial_cpus)
-    fits = [cluster.get(k, 0.0) // v for k, v in need.items() if v > 0]
-    return max(1, int(min(fits)))
+    fits = int(min(cluster.get(k, 0.0) // v for k, v in need.items() if v > 0))
+    if fits < 1:
+        raise ValueError(
+            f"one trial needs {need['CPU']:g} CPUs ({trial_cpus:g} for the trial, "
+            f"{0 if cfg.use_gpu else cfg.num_workers} for Train workers, {cfg.stream.num_actors} prior actor(s) x "
+            f"{cfg.stream.actor_cpus:g}, {READ_CPUS:g} for the read task) and {need['GPU']:g} GPUs, but the Ray "
+            f"cluster has {cluster.get('CPU', 0.0):g} CPUs and {cluster.get('GPU', 0.0):g} GPUs; lower "
+            "stream.num_actors or stream.actor_cpus (--set), num_workers, or trial_cpus")
+    return fits
 
 
 def _median_step_ms(client: MlflowClient, run_id: str) -> tuple[float, float]:
@@ -275,12 +307,13 @@ def _train_and_score(cfg: TrainConfig, sweep: SweepConfig, trial_dir: Path, trac
 
 
 def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, tracking_uri: str,
-              experiment_id: str, parent_run_id: str) -> None:
+              experiment_id: str, parent_run_id: str, max_concurrent: int) -> None:
     """Ray Tune function trainable: one short pretraining (one ``TorchTrainer``) and its scores.
 
     ``config`` holds the trial's values of the study's keys; the keyword arguments come through
     ``tune.with_parameters`` and are the same for every trial of the sweep. ``trial.json`` counts the
-    attempts (a trial rerun after a failure or a dead driver is one more).
+    attempts (a trial rerun after a failure or a dead driver is one more). The trial trains and scores in one of
+    the sweep's ``max_concurrent`` slots (:mod:`tune.slots`), waiting for one if Tune started more trials.
     """
     import ray.tune
 
@@ -299,6 +332,17 @@ def run_trial(config: dict[str, Any], *, sweep: dict[str, Any], sweep_dir: str, 
         logger.info("trial %s finished before the driver died; reporting its saved scores", trial_id)
         ray.tune.report(record["report"])
         return
+    with slots.slot(Path(sweep_dir) / SLOTS_DIR, max_concurrent, who=f"trial {trial_id}"):
+        _attempt(record, record_path, overrides, cfg, sweep_cfg, study, trial_dir, tracking_uri=tracking_uri,
+                 experiment_id=experiment_id, parent_run_id=parent_run_id, trial_id=trial_id)
+
+
+def _attempt(record: dict[str, Any], record_path: Path, overrides: dict[str, Any], cfg: TrainConfig,
+             sweep_cfg: SweepConfig, study: Study, trial_dir: Path, *, tracking_uri: str, experiment_id: str,
+             parent_run_id: str, trial_id: str) -> None:
+    """One attempt of a trial: its record and child run, training, scoring and the final Tune report."""
+    import ray.tune
+
     record.update(attempts=record.get("attempts", 0) + 1, overrides=overrides, status="running")
     record_path.write_text(json.dumps(record, indent=1))
     run_id = _open_child_run(overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
@@ -342,12 +386,13 @@ def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _close_child_runs(client: MlflowClient, records: list[dict[str, Any]]) -> None:
-    """Child runs of trials that did not finish (stopped early, killed) are marked KILLED instead of RUNNING."""
-    for rec in records:
-        if rec["status"] != "finished" and rec["mlflow_run_id"]:
-            if client.get_run(rec["mlflow_run_id"]).info.status == "RUNNING":
-                client.set_terminated(rec["mlflow_run_id"], status="KILLED")
+def _close_child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> None:
+    """Child runs of the sweep still RUNNING once Tune is done are marked KILLED: trials stopped early or killed,
+    and those of trials a resumed Tune no longer knows (its state was older than they were, or was lost)."""
+    running = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_run_id}' "
+                                 "and attributes.status = 'RUNNING'")
+    for run in running:
+        client.set_terminated(run.info.run_id, status="KILLED")
 
 
 def _open_parent(sweep: SweepConfig | None, options: SweepOptions,
@@ -388,10 +433,25 @@ def _trial_dirname(trial) -> str:
     return f"trial_{trial.trial_id}"
 
 
-def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_dir: Path, trainable):
-    """A fresh ``Tuner``, or the restored one when resuming a sweep whose Tune state exists."""
-    import ray
+def max_concurrent_trials(sweep: SweepConfig, requested: int | None, cluster: Mapping[str, float]) -> int:
+    """How many trials of ``sweep`` run at once: ``requested``, or as many as fit in ``cluster``
+    (``ray.cluster_resources()``); ``ValueError`` when the trials asked for would not fit together."""
+    probe = trial_config(sweep, {})
+    fits = default_max_concurrent(probe, sweep.trial_cpus, cluster)
+    if requested is not None and requested > fits:
+        need = trial_footprint(probe, sweep.trial_cpus)
+        raise ValueError(f"{requested} trials at once need {requested * need['CPU']:g} CPUs and "
+                         f"{requested * need['GPU']:g} GPUs, but the Ray cluster has {cluster.get('CPU', 0.0):g} "
+                         f"CPUs and {cluster.get('GPU', 0.0):g} GPUs: at most {fits} fit (their Train workers and "
+                         "prior actors would take each other's CPUs and wait for ever)")
+    return requested or fits
+
+
+def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_dir: Path, trainable, limit: int):
+    """A fresh ``Tuner`` running at most ``limit`` trials at once, or the restored one when resuming a sweep whose
+    Tune state exists (its trials then keep to ``limit`` through the slots that ``run_trial`` takes)."""
     from ray import tune
+    from ray.tune.search import BasicVariantGenerator
 
     from tune import state
 
@@ -406,7 +466,6 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
             logger.info("restoring the Tune experiment at %s (finished trials are kept)", sweep_dir)
             return tune.Tuner.restore(str(sweep_dir), trainable, resume_unfinished=True, restart_errored=True)
     probe = trial_config(sweep, {})
-    limit = options.max_concurrent_trials or default_max_concurrent(probe, sweep.trial_cpus, ray.cluster_resources())
     scheduler = None
     if sweep.scheduler == "asha":
         every = probe.checkpoint_every
@@ -416,8 +475,10 @@ def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_
                 sweep.budget_steps, limit)
     return tune.Tuner(
         trainable, param_space=to_tune(study.space),
-        tune_config=tune.TuneConfig(num_samples=1 if study.is_grid else sweep.num_samples,
-                                    max_concurrent_trials=limit, scheduler=scheduler,
+        # The random search draws from the sweep's seed, so the same command samples the same configurations.
+        tune_config=tune.TuneConfig(num_samples=1 if study.is_grid else sweep.num_samples, scheduler=scheduler,
+                                    search_alg=BasicVariantGenerator(max_concurrent=limit,
+                                                                     random_state=sweep.base.seed),
                                     trial_dirname_creator=_trial_dirname),
         run_config=tune.RunConfig(name=sweep_dir.name, storage_path=str(sweep_dir.parent), verbose=options.verbose,
                                   failure_config=tune.FailureConfig(max_failures=0),
@@ -449,21 +510,28 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
     SweepResult
         Failed trials are rows with status ``failed`` (rerun them with ``resume=True``); nothing raises for them.
     """
+    import ray
     from ray import tune
 
     if options.resume and not options.name:
         raise ValueError("resume needs the sweep's name (--name)")
+    if not options.resume:
+        if sweep is None:
+            raise ValueError("a new sweep needs a SweepConfig (or resume=True and the name of a saved sweep)")
+        max_concurrent_trials(sweep, options.max_concurrent_trials, ray.cluster_resources())  # before recording it
     name = options.name or f"{sweep.study}-{datetime.now():%Y%m%d-%H%M%S}"
     sweep_dir = Path(options.storage_path).resolve() / name
     sweep, uri, exp_id, parent_id = _open_parent(sweep, options, sweep_dir)
     try:
         study = sweep.study_spec()
+        limit = max_concurrent_trials(sweep, options.max_concurrent_trials, ray.cluster_resources())
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, sweep=sweep_to_dict(sweep), sweep_dir=str(sweep_dir), tracking_uri=uri,
-                                 experiment_id=exp_id, parent_run_id=parent_id), {"cpu": sweep.trial_cpus})
-        grid = _build_tuner(sweep, study, options, sweep_dir, trainable).fit()
+                                 experiment_id=exp_id, parent_run_id=parent_id, max_concurrent=limit),
+            {"cpu": TRIAL_ACTOR_CPUS})
+        grid = _build_tuner(sweep, study, options, sweep_dir, trainable, limit).fit()
         records = _trial_records(grid, study, sweep_dir)
-        _close_child_runs(MlflowClient(uri), records)
+        _close_child_runs(MlflowClient(uri), exp_id, parent_id)
         trials = report.trial_frame(records, study)
         table = report.ablation_table(trials, study)
         files = report.write_tables(options.output or sweep_dir, study, trials, table,

@@ -11,7 +11,9 @@ import torch
 
 from pipeline.config import TrainConfig, config_to_dict, flatten, train_preset
 from pipeline.train_loop import run_local
-from tune.driver import SweepConfig, default_max_concurrent, sweep_from_dict, sweep_to_dict, trial_config
+from pipeline.prior_stream import READ_CPUS
+from tune.driver import (SweepConfig, default_max_concurrent, max_concurrent_trials, sweep_from_dict, sweep_to_dict,
+                         trial_config, trial_footprint)
 from tune.spaces import (STUDY_NAMES, Choice, Grid, LogUniform, representative_values, study_space, to_tune,
                          with_seeds)
 
@@ -146,6 +148,24 @@ def test_bad_sweeps_are_refused_with_a_reason():
         trial_config(SweepConfig(study="decoder"), {"model.decoder_kind": "naive"})
 
 
+def test_asha_sweeps_without_the_reports_asha_ranks_by_are_refused():
+    """ASHA ranks trials by ``val_ari`` at each Train report; without in-loop validation every trial would error in
+    Tune ("did not include the specified metric"), and a first rung past the budget fails ASHA's own assertion."""
+    base = train_preset("tiny", smoke=True)
+    with pytest.raises(ValueError, match="val_tasks=0 turns it off"):
+        SweepConfig(study="hparams", base=dataclasses.replace(base, val_tasks=0), scheduler="asha")
+    with pytest.raises(ValueError, match="report_every=12 is past the budget of 10 steps"):
+        SweepConfig(study="hparams", base=base, scheduler="asha", budget_steps=10, report_every=12)
+    SweepConfig(study="hparams", base=dataclasses.replace(base, val_tasks=0))  # fifo does not need it
+    SweepConfig(study="hparams", base=base, scheduler="asha", budget_steps=10, report_every=10)
+
+
+@pytest.mark.parametrize("field", ["budget_steps", "num_samples", "eval_tasks"])
+def test_a_bad_count_is_refused_by_name(field):
+    with pytest.raises(ValueError, match=f"^{field} must be >= 1, got 0$"):
+        SweepConfig(study="decoder", **{field: 0})
+
+
 def test_sweep_config_round_trips_through_json_dicts():
     sweep = SweepConfig(study="prior", base=train_preset("tiny", smoke=True), budget_steps=7, num_samples=2,
                         real=True, real_datasets=("iris", "wine"))
@@ -154,8 +174,29 @@ def test_sweep_config_round_trips_through_json_dicts():
 
 def test_concurrency_default_counts_every_reservation_of_a_trial():
     smoke = train_preset("tiny", smoke=True)  # 1 worker + 1 prior actor of 0.5 CPU + a read task + the trial
+    assert trial_footprint(smoke, 0.5) == {"CPU": 0.5 + 1 + 0.5 + READ_CPUS, "GPU": 0.0}
     assert default_max_concurrent(smoke, 0.5, {"CPU": 4.0}) == 1
-    assert default_max_concurrent(smoke, 0.5, {"CPU": 16.0}) == 5
+    assert default_max_concurrent(smoke, 0.5, {"CPU": 16.0}) == 7  # 16 // 2.05
     gpu = dataclasses.replace(smoke, use_gpu=True, num_workers=2, global_batch=8)
     assert default_max_concurrent(gpu, 0.5, {"CPU": 16.0, "GPU": 4.0}) == 2
-    assert default_max_concurrent(gpu, 0.5, {"CPU": 16.0, "GPU": 1.0}) == 1
+
+
+def test_a_trial_that_cannot_fit_the_cluster_is_refused_instead_of_waiting_for_ever():
+    """4 logical CPUs (a 2-core machine): a Train worker and five prior actors of 0.5 CPU pass the pretraining's own
+    check (3.55 CPUs), but with the trial's 0.5 CPU the read task finds no CPU left and the trial hangs (seen: no step
+    in 240 s). The sweep refuses it and says what to lower; a GPU trial wanting more GPUs than there are too."""
+    smoke = train_preset("tiny", smoke=True)
+    crowded = dataclasses.replace(smoke, stream=dataclasses.replace(smoke.stream, num_actors=5, actor_cpus=0.5))
+    with pytest.raises(ValueError, match=r"one trial needs 4.05 CPUs .* cluster has 4 CPUs .* stream.num_actors"):
+        default_max_concurrent(crowded, 0.5, {"CPU": 4.0})
+    gpu = dataclasses.replace(smoke, use_gpu=True, num_workers=2, global_batch=8)
+    with pytest.raises(ValueError, match="and 2 GPUs, but the Ray cluster has 16 CPUs and 1 GPUs"):
+        default_max_concurrent(gpu, 0.5, {"CPU": 16.0, "GPU": 1.0})
+
+
+def test_more_trials_at_once_than_fit_are_refused_and_none_means_as_many_as_fit():
+    sweep = SweepConfig(study="decoder", base=train_preset("tiny", smoke=True), budget_steps=4)
+    assert max_concurrent_trials(sweep, None, {"CPU": 8.0}) == 3
+    assert max_concurrent_trials(sweep, 2, {"CPU": 8.0}) == 2
+    with pytest.raises(ValueError, match="4 trials at once need 8.2 CPUs .* at most 3 fit"):
+        max_concurrent_trials(sweep, 4, {"CPU": 8.0})

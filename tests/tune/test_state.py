@@ -111,7 +111,8 @@ def test_callback_snapshots_on_change_only(tmp_path, monkeypatch):
     callback.on_step_end(iteration=1, trials=[trial])
     callback.on_step_end(iteration=2, trials=[trial])
     assert len(calls) == 1
-    assert (tmp_path / SNAPSHOT_DIR / f"experiment_state-{S1}.json").read_bytes() == files[f"experiment_state-{S1}.json"]
+    name = f"experiment_state-{S1}.json"
+    assert (tmp_path / SNAPSHOT_DIR / name).read_bytes() == files[name]
     (tmp_path / f"experiment_state-{S1}.json").write_bytes(_state(["a", "b"]))
     callback.on_step_end(iteration=3, trials=[trial])
     assert len(calls) == 2
@@ -135,6 +136,6 @@ def test_a_finished_trial_resumed_from_an_older_state_reports_its_saved_scores_w
     monkeypatch.setattr(driver, "_train_and_score", lambda *a, **k: pytest.fail("trained again"))
     monkeypatch.setattr(driver, "_open_child_run", lambda *a, **k: pytest.fail("opened another child run"))
     driver.run_trial({"objective.coupling": "decoupled"}, sweep=driver.sweep_to_dict(sweep), sweep_dir=str(tmp_path),
-                     tracking_uri="sqlite:///unused.db", experiment_id="0", parent_run_id="p")
+                     tracking_uri="sqlite:///unused.db", experiment_id="0", parent_run_id="p", max_concurrent=1)
     assert reported == [saved["report"]]
     assert json.loads((trial_dir / driver.TRIAL_FILE).read_text()) == saved  # not counted as another attempt

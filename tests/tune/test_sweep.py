@@ -150,6 +150,14 @@ def sweep_job():
     (["--study", "decoder", "--smoke", "--set", "model.decoder_kind=naive"], "unknown key"),
     (["--rescore"], "--rescore needs --name"),
     (["--rescore", "--name", "x", "--study", "prior"], "--rescore needs --name"),
+    (["--study", "coupling", "--smoke", "--budget-steps", "0"], "budget_steps must be >= 1, got 0"),
+    (["--study", "coupling", "--smoke", "--eval-tasks", "0"], "eval_tasks must be >= 1, got 0"),
+    (["--study", "coupling", "--smoke", "--real-datasets", "iris"], "--real-datasets needs --real"),
+    (["--resume", "--name", "x", "--study", "coupling"], "--resume continues sweep 'x' as it was started"),
+    (["--resume", "--name", "x", "--real"], "use --rescore --real"),
+    (["--resume", "--name", "x", "--set", "seed=3", "--budget-steps", "9"], "--budget-steps, --set"),
+    (["--rescore", "--name", "x", "--smoke"], "--rescore scores sweep 'x' as it was trained"),
+    (["--study", "coupling", "--smoke", "--max-concurrent-trials", "0"], "max_concurrent_trials must be >= 1, got 0"),
 ])
 def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, capsys, monkeypatch):
     monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: pytest.fail("Ray started for a bad request"))
@@ -265,3 +273,100 @@ def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_che
         rescore_sweep("old", storage_path=str(tmp_path / "sweeps"))
     with pytest.raises(FileNotFoundError, match="cannot rescore"):
         rescore_sweep("nope", storage_path=str(tmp_path / "sweeps"))
+
+
+def test_child_runs_still_running_after_tune_are_closed_even_for_trials_tune_forgot(tracking_uri):
+    """A resumed sweep whose Tune state predates a trial (or was lost) runs that variant as a new trial; the old
+    trial's child run, left RUNNING by the dead driver, must not stay RUNNING under the finished parent."""
+    from mlflow.tracking import MlflowClient
+
+    from tune.driver import _close_child_runs
+
+    client = MlflowClient(tracking_uri)
+    exp = client.create_experiment(EXPERIMENT)
+    parent, other_parent = (client.create_run(exp).info.run_id for _ in range(2))
+    forgotten = client.create_run(exp, tags={"mlflow.parentRunId": parent, "trial_id": "old_00000"}).info.run_id
+    done = client.create_run(exp, tags={"mlflow.parentRunId": parent, "trial_id": "new_00000"}).info.run_id
+    client.set_terminated(done, status="FINISHED")
+    elsewhere = client.create_run(exp, tags={"mlflow.parentRunId": other_parent}).info.run_id
+    _close_child_runs(client, exp, parent)
+    status = {run: client.get_run(run).info.status for run in (forgotten, done, elsewhere, parent)}
+    assert status == {forgotten: "KILLED", done: "FINISHED", elsewhere: "RUNNING", parent: "RUNNING"}
+
+
+def test_a_new_sweep_without_a_config_is_refused_by_name(tmp_path):
+    from tune.driver import SweepOptions, run_sweep
+
+    with pytest.raises(ValueError, match="a new sweep needs a SweepConfig"):
+        run_sweep(None, SweepOptions(storage_path=str(tmp_path)))
+
+
+def test_the_random_search_draws_the_same_configurations_from_the_same_seed(ray_local, tmp_path):
+    """``--study hparams`` run twice samples the same learning rates, warm-ups and widths (the base's seed)."""
+    import dataclasses
+
+    from ray import tune
+
+    from pipeline.config import train_preset
+    from tune.driver import TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions, _build_tuner
+
+    def trial(config):
+        tune.report({"step": 1})
+
+    def configs(name: str, seed: int) -> list:
+        sweep = SweepConfig(study="hparams", base=dataclasses.replace(train_preset("tiny", smoke=True), seed=seed),
+                            budget_steps=100, num_samples=3)
+        options = SweepOptions(storage_path=str(tmp_path), name=name, verbose=0)
+        grid = _build_tuner(sweep, sweep.study_spec(), options, tmp_path / name,
+                            tune.with_resources(trial, {"cpu": TRIAL_ACTOR_CPUS}), 3).fit()
+        return sorted(tuple(sorted(r.config.items())) for r in grid)
+
+    first = configs("a", 0)
+    assert len(set(first)) == 3 and configs("b", 0) == first
+
+
+@pytest.mark.slow
+def test_a_resumed_sweep_reruns_its_failed_trials_within_the_limit(ray_local, tmp_path):
+    """Tune's restore puts every errored trial back at once, ignoring the concurrency limit (ray-project/ray#40652):
+    four failed trials of a one-at-a-time sweep all start together. The slot each trial takes before training (as
+    ``run_trial`` does) keeps their training one at a time, and the trials waiting hold only TRIAL_ACTOR_CPUS."""
+    import dataclasses
+
+    from ray import tune
+
+    from pipeline.config import train_preset
+    from tune import slots
+    from tune.driver import SLOTS_DIR, TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions, _build_tuner
+
+    sweep = SweepConfig(study="pin-loss", base=train_preset("tiny", smoke=True), budget_steps=2)  # 4 variants
+    sweep_dir, fixed, log = tmp_path / "s", tmp_path / "fixed", tmp_path / "log"
+    log.mkdir()
+
+    def trial(config, max_concurrent):
+        if not fixed.exists():
+            raise RuntimeError("the first attempt fails")
+        tid = tune.get_context().get_trial_id()
+        (log / f"{tid}.started").write_text(repr(time.time()))
+        with slots.slot(sweep_dir / SLOTS_DIR, max_concurrent, poll_s=0.1):
+            (log / f"{tid}.in").write_text(repr(time.time()))
+            time.sleep(2)
+            (log / f"{tid}.out").write_text(repr(time.time()))
+        tune.report({"step": 2})
+
+    trainable = tune.with_resources(tune.with_parameters(trial, max_concurrent=1), {"cpu": TRIAL_ACTOR_CPUS})
+    options = SweepOptions(storage_path=str(tmp_path), name="s", verbose=0)
+    grid = _build_tuner(sweep, sweep.study_spec(), options, sweep_dir, trainable, 1).fit()
+    assert [r.error is not None for r in grid] == [True] * 4
+    fixed.touch()
+    grid = _build_tuner(sweep, sweep.study_spec(), dataclasses.replace(options, resume=True), sweep_dir, trainable,
+                        1).fit()
+    assert [r.error for r in grid] == [None] * 4
+
+    def stamps(suffix: str) -> dict[str, float]:
+        return {p.name.split(".")[0]: float(p.read_text()) for p in log.glob(f"*.{suffix}")}
+
+    started, entered, left = stamps("started"), stamps("in"), stamps("out")
+    assert len(started) == len(entered) == len(left) == 4
+    assert max(started.values()) < min(left.values())  # Tune started all four at once: the limit alone fails
+    spans = sorted((entered[t], left[t]) for t in entered)
+    assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:]))  # but one trained at a time
