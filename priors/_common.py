@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 
 def assign_labels(rng: np.random.Generator, weights: np.ndarray, n_rows: int, min_size: int) -> np.ndarray:
     """Cluster labels of n_rows points, counts ~ Multinomial(n_rows, weights), every cluster >= min_size.
 
-    A cluster that falls short takes rows from the currently largest cluster; the labels are then shuffled.
+    A cluster that falls short takes rows from the currently largest cluster (from the next largest once that
+    one is down to min_size); the labels are then shuffled.
     """
     k = weights.size
+    min_size, n_rows = operator.index(min_size), operator.index(n_rows)  # integers, or TypeError
     if k * min_size > n_rows:
         raise ValueError(f"{n_rows} rows cannot hold {k} clusters of at least {min_size} rows")
     counts = rng.multinomial(n_rows, weights / weights.sum())
     for j in np.flatnonzero(counts < min_size):
-        short = min_size - counts[j]
-        counts[int(np.argmax(counts))] -= short
-        counts[j] += short
+        while counts[j] < min_size:  # k * min_size <= n_rows: some other cluster has rows to spare
+            donor = int(np.argmax(counts))
+            moved = min(min_size - counts[j], counts[donor] - min_size)
+            counts[donor] -= moved
+            counts[j] += moved
     return rng.permutation(np.repeat(np.arange(k), counts))
 
 

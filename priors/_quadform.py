@@ -16,7 +16,10 @@ exact, with no huge non-centralities. ``P(T < x)`` is evaluated for many forms a
    trapezoidal rule (step ``2 pi / R``, R from the Chernoff bounds so that the aliasing error is below ``tol``),
    truncated where a bound on the remaining tail is below ``tol``; all nodes of all forms in one vectorised pass.
    Forms whose ``|phi|`` decays slowly (few terms, near-central) integrate ``[0, t_c]`` with Gauss-Legendre
-   panels and the tail along the ray ``t_c - i sign(q) r``, where the integrand decays like ``exp(-|q| r)``.
+   panels and the tail along the ray ``t_c - i sign(q) r``, where the integrand decays like ``exp(-|q| r)``;
+   nearly flat groups (``a_j`` tiny) are left out of ``t_c`` and evaluated exactly on the ray. Forms far wider
+   than their integrand's reach (a huge curvature next to a normal part) use Gauss-Legendre panels sized by
+   local phase rates instead of a trapezoidal step too fine to afford.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ _U_NEAR.setflags(write=False)
 
 _T_NEAR = np.geomspace(0.25, 2e3, 14)  # truncation-point grid in 1/sd units, most forms end here ...
 _T_NEAR.setflags(write=False)
-_T_FAR = np.geomspace(2e3 * 1.9, 1e12, 16)  # ... slowly decaying ones here
+_T_FAR = np.geomspace(2e3 * 1.9, 1e12, 16)  # ... slowly decaying ones here ...
 _T_FAR.setflags(write=False)
+_T_FARTHEST = np.geomspace(1e12 * 1.9, 1e18, 16)  # ... and a normal part far narrower than the sd here
+_T_FARTHEST.setflags(write=False)
 
 _SETTLED = 1e-14  # a Chernoff bound below this settles the probability as exactly 0 or 1
 _GEOM_RATIO = 1.5  # Gauss-Legendre panel edges grow geometrically near t = 0 (width 0.5 t) ...
@@ -162,21 +167,26 @@ def _truncation_point(a, b2, m, scale, tol) -> np.ndarray:
     """Smallest U on a coarse, then a fine geometric grid whose tail bound is below tol; shape (P,).
 
     The coarse grid covers [0.25, 2e3] / sd first (enough for all but slowly decaying forms), then up to
-    1e12 / sd for the forms not done yet.
+    1e12 / sd, then 1e18 / sd for the forms not done yet (a huge curvature next to a normal part: sd is set by the
+    curvature, the decay by the normal part).
     """
     rows = np.arange(a.shape[0])
     form = (a[:, None, :], b2[:, None, :], m[:, None, :])
-    coarse = _T_NEAR[None, :] / scale[:, None]  # (P, G)
-    ok = _tail_bound(*form, coarse[:, :, None]) <= tol
-    late = ~ok.any(axis=1)
-    if late.any():
-        far = _T_FAR[None, :] / scale[late, None]
-        ok_far = _tail_bound(a[late, None, :], b2[late, None, :], m[late, None, :], far[:, :, None]) <= tol
-        ok_far[:, -1] = True  # give up at 1e12 / sd (the caller rotates the contour for such forms)
-        coarse = np.concatenate([coarse, np.zeros((coarse.shape[0], far.shape[1]))], axis=1)
-        ok = np.concatenate([ok, np.zeros((ok.shape[0], far.shape[1]), dtype=bool)], axis=1)
-        coarse[late, _T_NEAR.size :] = far
-        ok[late, _T_NEAR.size :] = ok_far
+    stages = (_T_NEAR, _T_FAR, _T_FARTHEST)
+    coarse = np.zeros((a.shape[0], sum(g.size for g in stages)))
+    ok = np.zeros(coarse.shape, dtype=bool)
+    pending, offset = np.ones(a.shape[0], dtype=bool), 0
+    for k, stage in enumerate(stages):
+        cols = slice(offset, offset + stage.size)
+        grid = stage[None, :] / scale[pending, None]
+        hit = _tail_bound(a[pending, None, :], b2[pending, None, :], m[pending, None, :], grid[:, :, None]) <= tol
+        if k == len(stages) - 1:
+            hit[:, -1] = True  # give up at 1e18 / sd (the caller rotates the contour for such forms)
+        coarse[pending, cols], ok[pending, cols] = grid, hit
+        pending[pending] = ~hit.any(axis=1)
+        offset += stage.size
+        if not pending.any():
+            break
     first = np.argmax(ok, axis=1)
     hi = coarse[rows, first]
     lo = np.where(first > 0, coarse[rows, np.maximum(first - 1, 0)], 0.5 * hi)
@@ -214,6 +224,35 @@ def _gl_panels(scale: float, upper: float, rate: float) -> tuple[np.ndarray, np.
     return (mid[:, None] + half[:, None] * _GL_NODES).ravel(), (half[:, None] * _GL_WEIGHTS).ravel()
 
 
+def _adaptive_panels(a, b2, m, x, scale, upper):
+    """Gauss-Legendre panels on [0, upper] sized by local bounds on the integrand's rates, or None if too many.
+
+    Cells [0, g_0], [g_k, 1.5 g_k] (g_0 = 0.5 / sd) are split into panels at most one period of the local rate
+    wide: |x|, plus per group the phase rates m |a| / (1 + 4a^2t^2) and (B / |a|) f(a^2 t^2) <= min(3 B |a| t^2,
+    9 B / (32 |a|)), plus the log-envelope slopes B t / (1 + 4a^2t^2)^2 <= B t and 2 m a^2 t / (1 + 4a^2t^2)
+    <= min(2 m a^2 t, m / (2t)). For forms whose scale is set by a huge curvature and whose integrand lives at
+    t well above 1 / sd (the trapezoidal step 2 pi / R would be far too fine there).
+    """
+    start = min(0.5 / scale, upper)
+    n_cells = int(np.ceil(np.log(upper / start) / np.log(_GEOM_RATIO))) if upper > start else 0
+    cuts = np.minimum(start * _GEOM_RATIO ** np.arange(n_cells + 1), upper)
+    lo, hi = np.concatenate([[0.0], cuts[:-1]]), cuts  # (C,) cells
+    abs_a, lo2, hi2 = np.abs(a)[None, :], lo[:, None], hi[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quad = np.where(abs_a > 0.0, np.minimum(3.0 * b2 * abs_a * hi2**2, 0.28125 * b2 / abs_a), 0.0)
+        curl = np.where(lo2 > 0.0, np.minimum(2.0 * m * abs_a**2 * hi2, 0.5 * m / lo2), 2.0 * m * abs_a**2 * hi2)
+    rate = abs(x) + np.sum(m * abs_a / (1.0 + 4.0 * abs_a**2 * lo2**2) + quad + b2 * hi2 + curl, axis=1)
+    per_cell = np.maximum(1, np.ceil((hi - lo) * rate / (2.0 * np.pi * _PERIODS_PER_PANEL))).astype(np.int64)
+    if _GL_NODES.size * per_cell.sum() > _MAX_NODES:
+        return None
+    cell = np.repeat(np.arange(lo.size), per_cell)
+    index = np.arange(cell.size) - np.repeat(np.cumsum(per_cell) - per_cell, per_cell)
+    width = (hi - lo)[cell] / per_cell[cell]
+    left = lo[cell] + index * width
+    half, mid = 0.5 * width, left + 0.5 * width
+    return (mid[:, None] + half[:, None] * _GL_NODES).ravel(), (half[:, None] * _GL_WEIGHTS).ravel()
+
+
 def _gil_pelaez(a, b2, m, x, scale, radius, tol) -> np.ndarray:
     """Gil-Pelaez inversion of all forms (trapezoidal rule or panels plus a rotated ray), one vectorised pass."""
     n_forms = a.shape[0]
@@ -229,9 +268,14 @@ def _gil_pelaez(a, b2, m, x, scale, radius, tol) -> np.ndarray:
             n_trap[p] = 0
             integral[p] += ray
             extra.append((nodes, weights, np.full(nodes.size, p)))
-        elif n_trap[p] > _MAX_NODES:
-            logger.warning("quadratic form needs %d nodes; truncating at %d", n_trap[p], _MAX_NODES)
-            n_trap[p] = _MAX_NODES
+        elif n_trap[p] > _MAX_NODES:  # a wide distribution (fine trapezoidal step): panels follow the phase
+            panels = _adaptive_panels(a[p], b2[p], m[p], x[p], scale[p], upper[p])
+            if panels is not None:
+                n_trap[p] = 0
+                extra.append((*panels, np.full(panels[0].size, p)))
+            else:
+                logger.warning("quadratic form needs %d nodes; truncating at %d", n_trap[p], _MAX_NODES)
+                n_trap[p] = _MAX_NODES
     counts = n_trap.astype(np.int64)
     owner = np.repeat(np.arange(n_forms), counts)
     k = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -255,15 +299,33 @@ def _gil_pelaez(a, b2, m, x, scale, radius, tol) -> np.ndarray:
 def _rotated(a, b2, m, x, scale, upper, tol, n_trap):
     """Panels on [0, t_c] and the rotated-ray tail of one form, or None when invalid or not cheaper.
 
-    On the ray t = t_c - i s r (s = sign q, q = x + sum_j B_j / (4 a_j) over curved groups) every curved factor
-    is (1 - z)^(-m/2) exp(-i t B / (4a) + (B / (8 a^2)) z / (1 - z)), z = 2i a t, with |1 - z| >= 2 |a| |t| - 1:
-    so |integrand| <= exp(-|q| r) prod_j (2 |a_j| |t| (1 - 1/_KAPPA))^(-m_j/2) / |t|, which sets the ray's end.
-    Exact normal groups (a = 0) would grow like exp(B r^2 / 2) on the ray, so they must be negligible there.
+    The groups with ``|a_j| >= a_min`` are asymptotic on the ray: ``t_c = _KAPPA / (2 a_min)``. The smallest
+    ``a_min`` (every curved group) is tried first; when the trapezoidal rule is out of reach, larger ones too,
+    so that a few nearly flat groups (``a_j`` tiny, an eigenvalue ratio close to 1) do not push t_c out of reach.
     """
     curved = (a != 0.0) & (m > 0.0)
-    if not curved.any():
-        return None
-    ac, bc, mc = a[curved], b2[curved], m[curved]
+    for a_min in np.unique(np.abs(a[curved])):
+        plan = _ray_plan(a, b2, m, x, scale, upper, tol, np.abs(a) >= a_min)
+        if plan is not None and plan[-1] + _RAY_OVERHEAD < n_trap:
+            return _ray_integral(a, b2, m, x, scale, *plan[:-1])
+        if n_trap <= _MAX_NODES:  # the trapezoidal rule is within reach: only the plan with every group
+            return None
+    return None
+
+
+def _ray_plan(a, b2, m, x, scale, upper, tol, big):
+    """(t_c, sign, q, ray edges, phase rate, big, cost) of one split, or None when invalid or over _MAX_NODES.
+
+    On the ray t = t_c - i s r (s = sign q, q = x + sum_j B_j / (4 a_j) over the big groups) every big factor is
+    (1 - z)^(-m/2) exp(-i t B / (4a) + (B / (8 a^2)) z / (1 - z)), z = 2i a t, with |1 - z| >= 2 |a| |t| - 1:
+    so |integrand| <= exp(-|q| r) prod_big (2 |a_j| |t| (1 - 1/_KAPPA))^(-m_j/2) / |t|, which sets the ray's end.
+    The other groups (a = 0 or |a| tiny) are evaluated exactly; at depth r <= R below the real axis their factor
+    is at most (1 - 2|a| R)^(-m/2) exp(B R^2 / (2 (1 - 2|a| R))), which must stay below e. Then the ray may be
+    cut at R, closed by the horizontal line t = u - i s R (u >= t_c), whose integral is bounded as well.
+    """
+    big = big & (m > 0.0)
+    small = ~big & (m > 0.0)
+    ac, bc, mc = a[big], b2[big], m[big]
     t_c = _KAPPA / (2.0 * np.min(np.abs(ac)))
     if t_c >= upper:
         return None
@@ -276,23 +338,42 @@ def _rotated(a, b2, m, x, scale, upper, tol, n_trap):
         tail = np.exp(log_c) * (2.0 / power) * grid ** (-0.5 * power)
         if rate > 0.0:
             tail = np.minimum(tail, np.exp(log_c - rate * grid) * t_c ** (-1.0 - 0.5 * power) / rate)
+        if small.any():  # the cut ray is closed by a horizontal line; factor e for the small groups
+            line = np.minimum((2.0 / power) * t_c ** (-0.5 * power), 2.7 * grid ** (-0.5 * power))
+            tail = np.maximum(tail, np.e * np.exp(log_c - rate * grid) * line)
     ok = tail <= tol
     edges = np.concatenate([[0.0], grid[: int(np.argmax(ok)) + 1 if ok.any() else grid.size]])
-    if np.sum(b2[~curved]) * edges[-1] ** 2 > 2.0:
+    reach = 2.0 * np.abs(a[small]) * edges[-1]
+    if np.any(reach > 0.5):
+        return None
+    with np.errstate(over="ignore"):
+        growth = np.sum(-0.5 * m[small] * np.log1p(-reach) + b2[small] * edges[-1] ** 2 / (2.0 * (1.0 - reach)))
+    if not growth <= 1.0:
         return None
     rate_real = _phase_rate_bound(a, b2, m, x, t_c)
     width = 2.0 * np.pi * _PERIODS_PER_PANEL / max(rate_real, 1e-300)
     cost = _GL_NODES.size * (np.log(max(t_c * scale, 1.0)) / np.log(_GEOM_RATIO) + t_c / width + edges.size)
-    if cost + _RAY_OVERHEAD >= n_trap:
+    if cost > _MAX_NODES:
         return None
+    return t_c, (1.0 if q >= 0.0 else -1.0), q, edges, rate_real, big, cost
+
+
+def _ray_integral(a, b2, m, x, scale, t_c, sign, q, edges, rate_real, big):
+    """Gauss-Legendre nodes and weights on [0, t_c] (evaluated with the other nodes) and the ray's value."""
     nodes, weights = _gl_panels(scale, t_c, rate_real)
     half, mid = 0.5 * np.diff(edges), 0.5 * (edges[1:] + edges[:-1])
     r = (mid[:, None] + half[:, None] * _GL_NODES).ravel()
     w = (half[:, None] * _GL_WEIGHTS).ravel()
-    sign = 1.0 if q >= 0.0 else -1.0
     t = t_c - 1j * sign * r
+    ac, bc, mc = a[big], b2[big], m[big]
     z = 2j * ac[None, :] * t[:, None]
-    log_h = -1j * q * t - np.log(t) - 0.5 * np.sum(b2[~curved]) * t**2
+    log_h = -1j * q * t - np.log(t)
     log_h = log_h + np.sum(-0.5 * mc * np.log(1.0 - z) + (bc / (8.0 * ac**2)) * z / (1.0 - z), axis=1)
+    small = ~big & (m > 0.0)
+    if small.any():  # exact factors, log(1 - 2i a t) has a positive real part here
+        one_minus = 1.0 - 2j * a[small][None, :] * t[:, None]
+        log_h = log_h + np.sum(
+            -0.5 * m[small] * np.log(one_minus) - b2[small] * t[:, None] ** 2 / (2.0 * one_minus), axis=1
+        )
     ray = float(np.imag(np.sum(np.exp(log_h) * (-1j * sign) * w)))
     return nodes, weights, ray

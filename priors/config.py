@@ -6,6 +6,8 @@ prior is ``replace(PriorConfig(), p_gmm=1.0)`` and smaller tasks ``replace(Prior
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 __all__ = ["GMMConfig", "ZeusConfig", "PriorConfig"]
@@ -17,10 +19,18 @@ def _check_range(name: str, value: tuple, low: float | None = None, *, integer: 
         raise ValueError(f"{name} must be a (min, max) tuple, got {value!r}")
     if integer and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise ValueError(f"{name} must hold integers, got {value!r}")
+    if not all(isinstance(v, numbers.Real) and math.isfinite(v) for v in value):
+        raise ValueError(f"{name} must hold finite numbers, got {value!r}")
     if not value[0] <= value[1]:
         raise ValueError(f"{name} must satisfy min <= max, got {value!r}")
     if low is not None and value[0] < low:
         raise ValueError(f"{name} must be >= {low}, got {value!r}")
+
+
+def _check_int(name: str, value: int, low: int) -> None:
+    """An integer (not a bool) >= low."""
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def _check_probability(name: str, value: float) -> None:
@@ -85,14 +95,13 @@ class GMMConfig:
         _check_range("mean_range", self.mean_range)
         if self.mean_range[0] == self.mean_range[1]:
             raise ValueError("mean_range must be a non-empty interval")
-        if self.dirichlet_alpha <= 0.0:
-            raise ValueError(f"dirichlet_alpha must be positive, got {self.dirichlet_alpha}")
+        if not 0.0 < self.dirichlet_alpha < math.inf:
+            raise ValueError(f"dirichlet_alpha must be positive and finite, got {self.dirichlet_alpha}")
         if not 0.0 <= self.min_weight < 1.0:
             raise ValueError(f"min_weight must be in [0, 1), got {self.min_weight}")
         if not 0.0 < self.overlap_tol <= self.omega_tol < 1e-2:
             raise ValueError("need 0 < overlap_tol <= omega_tol < 0.01")
-        if self.max_redraws < 1:
-            raise ValueError(f"max_redraws must be >= 1, got {self.max_redraws}")
+        _check_int("max_redraws", self.max_redraws, 1)
 
     def omega_upper(self, n_features: int) -> float:
         """Upper end of the target range for D features: min(omega_cap, coef / D ** exp), at least omega_min."""
@@ -149,10 +158,9 @@ class ZeusConfig:
     category_alpha: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.dirichlet_alpha <= 0.0 or self.category_alpha <= 0.0:
-            raise ValueError("dirichlet_alpha and category_alpha must be positive")
-        if self.min_cont_features < 1:
-            raise ValueError(f"min_cont_features must be >= 1, got {self.min_cont_features}")
+        if not (0.0 < self.dirichlet_alpha < math.inf and 0.0 < self.category_alpha < math.inf):
+            raise ValueError("dirichlet_alpha and category_alpha must be positive and finite")
+        _check_int("min_cont_features", self.min_cont_features, 1)
         _check_range("eigen_range", self.eigen_range, 0.0)
         if self.eigen_range[0] <= 0.0 or 2.0 * self.eigen_range[0] > self.eigen_range[1]:
             raise ValueError(f"eigen_range needs 0 < 2 low <= high, got {self.eigen_range}")
@@ -163,12 +171,10 @@ class ZeusConfig:
         _check_range("lipschitz_range", self.lipschitz_range, 0.0)
         if self.lipschitz_range[1] >= 1.0:
             raise ValueError(f"lipschitz_range must stay below 1 for invertibility, got {self.lipschitz_range}")
-        if self.blocks_base < 0:
-            raise ValueError(f"blocks_base must be >= 0, got {self.blocks_base}")
+        _check_int("blocks_base", self.blocks_base, 0)
         _check_range("blocks_mean_range", self.blocks_mean_range, 1e-12)
         _check_range("blocks_std_range", self.blocks_std_range, 1e-12)
-        if self.hidden_factor < 1:
-            raise ValueError(f"hidden_factor must be >= 1, got {self.hidden_factor}")
+        _check_int("hidden_factor", self.hidden_factor, 1)
         _check_range("cardinality_range", self.cardinality_range, 2, integer=True)
 
 
@@ -210,8 +216,7 @@ class PriorConfig:
         _check_range("n_clusters", self.n_clusters, 2, integer=True)
         _check_probability("p_k_min", self.p_k_min)
         _check_probability("p_gmm", self.p_gmm)
-        if self.min_cluster_size < 1:
-            raise ValueError(f"min_cluster_size must be >= 1, got {self.min_cluster_size}")
+        _check_int("min_cluster_size", self.min_cluster_size, 1)
         if self.n_rows[0] < self.n_clusters[1] * self.min_cluster_size:
             raise ValueError(
                 f"n_rows min {self.n_rows[0]} cannot give {self.n_clusters[1]} clusters of "

@@ -140,6 +140,20 @@ def _is_spherical(covariances: np.ndarray) -> bool:
     return bool(np.all(covariances == diag[:, :1, None] * np.eye(d)[None]))
 
 
+def _cholesky(covariances: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factors (K, D, D); LinAlgError naming the components that are not positive definite."""
+    try:
+        return np.linalg.cholesky(covariances)
+    except np.linalg.LinAlgError:
+        bad = []
+        for k, cov in enumerate(covariances):
+            try:
+                np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                bad.append(k)
+        raise np.linalg.LinAlgError(f"covariance matrices of components {bad} are not positive definite") from None
+
+
 def pair_forms(weights, means, covariances) -> PairForms:
     """Decompose every ordered pair of a Gaussian mixture into its quadratic form.
 
@@ -158,7 +172,7 @@ def pair_forms(weights, means, covariances) -> PairForms:
     weights, means, covariances = _validate(weights, means, covariances)
     k, d = means.shape
     iu, ju = np.triu_indices(k, 1)  # unordered pairs, i < j
-    chol = np.linalg.cholesky(covariances)  # raises LinAlgError for a matrix that is not positive definite
+    chol = _cholesky(covariances)
     logdet = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
     diff = means[iu] - means[ju]  # mu_i - mu_j, (Q, D)
     equal = np.all(covariances[iu] == covariances[ju], axis=(1, 2))

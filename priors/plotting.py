@@ -29,17 +29,17 @@ def plot_grid(datasets: Sequence, path: str | Path, *, title: str = "", columns:
     Path
         The written file.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no backend switch, no global figure registry
 
     if not datasets:
         raise ValueError("no datasets to plot")
+    if not (isinstance(columns, int) and columns >= 1):
+        raise ValueError(f"columns must be a positive integer, got {columns!r}")
     if any(ds.X.shape[1] < 2 for ds in datasets):
         raise ValueError("every dataset needs at least two columns to plot")
     rows = int(np.ceil(len(datasets) / columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(1.6 * columns, 1.6 * rows), squeeze=False)
+    fig = Figure(figsize=(1.6 * columns, 1.6 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False)
     for ax in axes.ravel():
         ax.set_axis_off()
     for ax, ds in zip(axes.ravel(), datasets):
@@ -51,5 +51,4 @@ def plot_grid(datasets: Sequence, path: str | Path, *, title: str = "", columns:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
-    plt.close(fig)
     return path

@@ -37,6 +37,8 @@ def test_configs_are_frozen():
         {"p_k_min": -0.1},
         {"min_cluster_size": 0},
         {"n_rows": (20, 30), "min_cluster_size": 5},
+        {"min_cluster_size": 2.5},
+        {"min_cluster_size": True},
     ],
 )
 def test_bad_prior_config_is_rejected(change):
@@ -56,6 +58,9 @@ def test_bad_prior_config_is_rejected(change):
         {"min_weight": 1.0},
         {"omega_tol": 1e-12},
         {"max_redraws": 0},
+        {"max_redraws": 2.5},
+        {"mean_range": (float("-inf"), 1.0)},
+        {"dirichlet_alpha": float("inf")},
     ],
 )
 def test_bad_gmm_config_is_rejected(change):
@@ -74,6 +79,12 @@ def test_bad_gmm_config_is_rejected(change):
         {"hidden_factor": 0},
         {"min_cont_features": 0},
         {"blocks_mean_range": (0.0, 8.0)},
+        {"blocks_base": 1.5},
+        {"hidden_factor": 1.5},
+        {"min_cont_features": 2.0},
+        {"eigen_range": (0.1, float("inf"))},
+        {"w2_range": (0.5, float("inf"))},
+        {"dirichlet_alpha": float("nan")},
     ],
 )
 def test_bad_zeus_config_is_rejected(change):

@@ -48,5 +48,29 @@ def test_plot_grid_needs_two_columns(tmp_path):
     with pytest.raises(ValueError, match="no datasets"):
         plot_grid([], tmp_path / "x.png")
     ds = sample_dataset(0, kind="gmm")
+    with pytest.raises(ValueError, match="columns"):
+        plot_grid([ds], tmp_path / "x.png", columns=0)
     path = plot_grid([ds, ds], tmp_path / "sub" / "two.png", title="t", columns=2)
     assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_plot_grid_leaves_the_callers_matplotlib_backend_alone(tmp_path):
+    """A notebook's backend (here svg) is still selected after plotting; no global pyplot state is touched."""
+    code = (
+        "import sys, matplotlib\n"
+        "matplotlib.use('svg')\n"
+        "from priors import sample_dataset\n"
+        "from priors.plotting import plot_grid\n"
+        "path = plot_grid([sample_dataset(0, kind='gmm')], sys.argv[1], columns=1)\n"
+        "assert path.read_bytes()[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+        "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "one.png")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr
