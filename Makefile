@@ -6,6 +6,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+# torch from the local wheels where a machine has them (offline CI), else from PyTorch's CPU-only index: PyPI's
+# torch==2.13.0 on Linux is the CUDA build with gigabytes of nvidia-* dependencies.
+TORCH_SOURCE := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--index-url https://download.pytorch.org/whl/cpu)
 
 .PHONY: setup cluster test test-fast pretrain evaluate bench clean-venv
 
@@ -13,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU wheel of torch; a bare `torch` would pull a multi-GB CUDA build.
-	$(PY) -m pip install -q $(FIND_LINKS) torch==2.13.0
+	$(PY) -m pip install -q $(TORCH_SOURCE) torch==2.13.0
 	$(PY) -m pip install -q $(FIND_LINKS) -e '.[dev]'
 	touch $(STAMP)
 

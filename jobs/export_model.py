@@ -1,7 +1,9 @@
 """Export a pretraining run's newest (or a chosen) training state as a model-format checkpoint.
 
-    python jobs/export_model.py runs/small-1 model/weights/tabclustpfn-small.pt
+    python jobs/export_model.py runs/small-1 runs/small-1/export.pt
     python jobs/export_model.py runs/small-1 phase1.pt --step 400     # then: pretrain.py --init-checkpoint phase1.pt
+
+A run keeps its two newest training states, so ``--step`` can name only those.
 
 exit status: 0 when written, 2 for an unusable option (as argparse), 1 when the run cannot be exported.
 """

@@ -2,7 +2,8 @@
 
     python jobs/pretrain.py --smoke                               # about a minute on a 2-core CPU
     python jobs/pretrain.py --preset small --num-workers 2 --run-name small-1
-    python jobs/pretrain.py --resume small-1 --max-steps 4000     # continue it (same MLflow run)
+    python jobs/pretrain.py --resume small-1                      # after a crash: continue it (same MLflow run)
+    python jobs/pretrain.py --init-checkpoint runs/small-1/model.pt --seed 1 --run-name small-2   # train on
     ray job submit --working-dir . -- python jobs/pretrain.py --preset paper --use-gpu --num-workers 4 \\
         --storage-path /shared/runs --tracking-uri http://mlflow:5000
 Under `ray job submit`, give absolute (shared) --storage-path/--tracking-uri: the job runs in a copy of the repo.
