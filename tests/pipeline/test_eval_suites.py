@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from pipeline.evaluation import suites
+from tests.shared_data import needs_real_suite
 
 
 def _write(folder, name, frame):
@@ -72,7 +73,7 @@ def test_paper_sizes_of_the_synthetic_suite():
     assert all(d_num + d_cat <= 64 for _, d_num, d_cat, _ in suites.ZEUS_SIZES)
 
 
-@pytest.mark.skipif(not (suites.benchmarks_dir() / "real").is_dir(), reason="shared benchmarks not present")
+@needs_real_suite
 def test_real_suite_matches_the_benchmark_readme():
     data = {d.name: d for d in suites.real_suite()}
     assert len(data) == 22

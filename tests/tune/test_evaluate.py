@@ -13,14 +13,10 @@ from model.batching import collate, to_torch
 from model.checkpoint import save_checkpoint
 from model.selection import DEFAULT_K_SELECTION
 from pipeline.config import train_preset
-from pipeline.evaluation.suites import benchmarks_dir
 from pipeline.validation import Validator
+from tests.shared_data import needs_real_suite
 from tune.evaluate import (evaluate_real, fixed_synthetic_tasks, real_rows, score_tasks, summarize_real,
                            summarize_synthetic)
-
-
-#: The UCI tables live beside the clone (``../shared/benchmarks/real``), not in it.
-needs_real_suite = pytest.mark.skipif(not (benchmarks_dir() / "real").is_dir(), reason="shared benchmarks not present")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.shared_data import needs_real_suite
 from tune.driver import EXPERIMENT, TRIAL_FILE, TRIALS_DIR
 from tune.state import SNAPSHOT_DIR, TORN_DIR
 
@@ -234,6 +235,7 @@ def _finished_sweep(tmp_path: Path, tiny_checkpoint: str, tracking_uri: str) -> 
     return sweep_dir, parent, children
 
 
+@needs_real_suite
 def test_rescoring_a_sweep_replaces_its_scores_keeps_its_timings_and_rewrites_its_tables(tmp_path, tiny_checkpoint,
                                                                                        tracking_uri):
     from mlflow.tracking import MlflowClient
