@@ -1,9 +1,7 @@
 """Ablation sweeps: a Ray Tune function per trial that drives one ``TorchTrainer``, tracked as nested MLflow runs.
 
-Layout of a sweep ``<storage_path>/<name>/``: Tune's experiment state and ``trial_<id>/`` folders,
-``sweep.json`` (the :class:`SweepConfig`, the MLflow parent run and tracking URI) and ``trials/<trial_id>/`` per
-trial with its Ray Train run (``train/``), ``trial.json`` (child run id, config, attempts) and the final
-``model.pt``; ``.slots/`` holds the lock files of :mod:`tune.slots` (how many trials train at once).
+What a sweep computes and how many trials run at once are :mod:`tune.config` (which also names the sweep folder's
+files); its MLflow parent and child runs are :mod:`tune.tracking`. This module runs the trials and writes the tables.
 
 Each trial trains ``budget_steps`` steps of the base config with the study's overrides (the base schedule's
 warm-ups are scaled by ``budget_steps / base.max_steps``), then scores the final network on the sweep's fixed
@@ -28,193 +26,23 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any
 
 import mlflow
-import pandas as pd
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from pipeline.config import TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset
+from pipeline.config import TrainConfig, config_to_dict
 from pipeline.pretrain import absolute_tracking_uri
-from pipeline.prior_stream import READ_CPUS
-from pipeline.tracking import setup_tracking
 from tune import report, slots
-from tune.spaces import STUDY_NAMES, Study, StudyName, study_space, to_tune, with_seeds
+from tune.config import (SLOTS_DIR, SWEEP_FILE, TRIAL_ACTOR_CPUS, TRIAL_FILE, TRIALS_DIR, SweepConfig, SweepOptions,
+                         SweepResult, max_concurrent_trials, sweep_from_dict, sweep_to_dict, trial_config)
+from tune.spaces import Study, to_tune
+from tune.tracking import close_child_runs, end_child_run, median_step_ms, open_child_run, open_parent_run
 
 logger = logging.getLogger(__name__)
-
-EXPERIMENT = "tabclustpfn-ablations"
-SWEEP_FILE = "sweep.json"
-TRIAL_FILE = "trial.json"
-TRIALS_DIR = "trials"
-SLOTS_DIR = ".slots"
-#: What a Tune trial reserves itself. It waits for its slot (:mod:`tune.slots`) before its TorchTrainer reserves
-#: anything; ``SweepConfig.trial_cpus`` counts its driving and scoring in the concurrency limit instead, so trials
-#: that Tune starts beyond the limit (a resume restarts every failed trial at once) hold almost nothing.
-TRIAL_ACTOR_CPUS = 0.01
-
-
-@dataclass(frozen=True)
-class SweepConfig:
-    """What a sweep computes: the study, the base run, the per-trial budget and the evaluation.
-
-    ``num_samples``: seeds per variant for grid studies, random configurations for ``hparams``.
-    ``report_every``: steps between Train reports (checkpoint + in-loop validation, what ASHA sees);
-    default a quarter of the budget. ``trial_cpus``: CPUs counted for each trial's own process (it drives its
-    TorchTrainer, then scores) when deciding how many trials fit at once. ``real_datasets``: a subset of the real
-    suite (default: all 22).
-
-    ``scheduler="asha"`` lets Tune stop weak trials at a Train report. Ray Train (2.60) frees a stopped trial's
-    worker placement group through its ``PlacementGroupCleaner``, which asks the State API (served by the
-    dashboard: ``init_ray(dashboard=True)``) whether the trial's controller is dead, and cannot find its cluster on
-    a host running several Ray instances at once ("Found multiple active Ray instances") unless ``RAY_ADDRESS`` is
-    set in the cluster's environment (``RAY_ADDRESS=<ip:port> ray start --head --port <port>``); otherwise those
-    CPUs stay reserved and later trials wait for them (seen: a trial starved for 25 minutes behind two stopped
-    trials' reservations on a Ray started without the dashboard).
-    """
-
-    study: StudyName
-    base: TrainConfig = field(default_factory=lambda: train_preset("small"))
-    budget_steps: int = 500
-    num_samples: int = 1
-    scheduler: Literal["fifo", "asha"] = "fifo"
-    eval_tasks: int = 64
-    real: bool = False
-    real_datasets: tuple[str, ...] | None = None
-    benchmarks_dir: str | None = None
-    report_every: int | None = None
-    trial_cpus: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.study not in STUDY_NAMES:
-            raise ValueError(f"unknown study {self.study!r}: choose one of {', '.join(STUDY_NAMES)}")
-        for name in ("budget_steps", "num_samples", "eval_tasks"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.scheduler not in ("fifo", "asha"):
-            raise ValueError(f"unknown scheduler {self.scheduler!r}: use 'fifo' or 'asha'")
-        if self.scheduler == "asha" and self.study == "prior":
-            raise ValueError("ASHA ranks trials by their in-loop validation, which the prior study draws from each "
-                             "trial's own prior; run the prior study with the fifo scheduler")
-        if self.report_every is not None and self.report_every < 1:
-            raise ValueError(f"report_every must be >= 1, got {self.report_every}")
-        if self.scheduler == "asha" and self.base.val_tasks == 0:
-            raise ValueError("ASHA ranks trials by the in-loop validation ARI (val_ari) of each Train report, and the "
-                             "base's val_tasks=0 turns it off; set val_tasks >= 1 (--set val_tasks=8) or use the fifo "
-                             "scheduler")
-        if self.scheduler == "asha" and (self.report_every or 1) > self.budget_steps:
-            raise ValueError(f"ASHA's first rung is the first report: report_every={self.report_every} is past the "
-                             f"budget of {self.budget_steps} steps; choose report_every <= budget_steps")
-        if not self.trial_cpus > 0:
-            raise ValueError(f"trial_cpus must be > 0, got {self.trial_cpus}")
-
-    def study_spec(self) -> Study:
-        """The study's search space for this base and budget (grid studies repeated over seeds)."""
-        return with_seeds(study_space(self.study, self.base, self.budget_steps), self.base.seed, self.num_samples)
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    """Where a sweep writes and how it runs (not part of what it computes)."""
-
-    storage_path: str = "runs/sweeps"
-    name: str | None = None
-    resume: bool = False
-    tracking_uri: str | None = None
-    experiment: str = EXPERIMENT
-    output: str | None = None
-    max_concurrent_trials: int | None = None
-    verbose: int = 1
-
-    def __post_init__(self) -> None:
-        if self.max_concurrent_trials is not None and self.max_concurrent_trials < 1:
-            raise ValueError(f"max_concurrent_trials must be >= 1, got {self.max_concurrent_trials} (leave it out to "
-                             "run as many trials as the cluster fits)")
-
-
-@dataclass
-class SweepResult:
-    """Outcome of :func:`run_sweep`: per-trial rows, the ablation table and the files written."""
-
-    sweep_dir: Path
-    parent_run_id: str
-    trials: pd.DataFrame
-    table: pd.DataFrame
-    files: dict[str, Path]
-
-    @property
-    def n_failed(self) -> int:
-        """Trials that errored (rerun by resuming); trials ASHA stopped early are not failures."""
-        return int((self.trials["status"] == "failed").sum())
-
-
-def sweep_to_dict(sweep: SweepConfig) -> dict[str, Any]:
-    return config_to_dict(sweep)
-
-
-def sweep_from_dict(data: Mapping[str, Any]) -> SweepConfig:
-    """Inverse of :func:`sweep_to_dict` (unknown keys raise ``ValueError``)."""
-    data = dict(data)
-    names = data.pop("real_datasets", None)
-    cfg = config_from_dict(SweepConfig, data)
-    return dataclasses.replace(cfg, real_datasets=tuple(names) if names else None)
-
-
-def trial_config(sweep: SweepConfig, overrides: Mapping[str, Any]) -> TrainConfig:
-    """The TrainConfig of one trial: the base schedule compressed into the budget, then the trial's overrides."""
-    base = sweep.base
-    scale = sweep.budget_steps / base.max_steps
-    every = sweep.report_every or max(1, sweep.budget_steps // 4)
-    cfg = dataclasses.replace(
-        base, max_steps=sweep.budget_steps, checkpoint_every=every, val_every=every,
-        optim=dataclasses.replace(base.optim, warmup_steps=round(base.optim.warmup_steps * scale)),
-        objective=dataclasses.replace(base.objective,
-                                      warmup_matching_steps=round(base.objective.warmup_matching_steps * scale)))
-    return apply_overrides(cfg, dict(overrides))
-
-
-def trial_footprint(cfg: TrainConfig, trial_cpus: float) -> dict[str, float]:
-    """Logical resources one running trial holds: its driver, the Train workers, the prior actors, a read task."""
-    cpus = trial_cpus + cfg.stream.num_actors * cfg.stream.actor_cpus + READ_CPUS
-    cpus += 0 if cfg.use_gpu else cfg.num_workers
-    return {"CPU": cpus, "GPU": float(cfg.num_workers) if cfg.use_gpu else 0.0}
-
-
-def default_max_concurrent(cfg: TrainConfig, trial_cpus: float, cluster: Mapping[str, float]) -> int:
-    """How many trials fit in ``cluster`` (``ray.cluster_resources()``) at once.
-
-    Raises ``ValueError`` when not even one does: its Train workers and prior actors would take the last CPUs (or
-    GPUs) and its read task wait for ever.
-    """
-    need = trial_footprint(cfg, trial_cpus)
-    fits = int(min(cluster.get(k, 0.0) // v for k, v in need.items() if v > 0))
-    if fits < 1:
-        raise ValueError(
-            f"one trial needs {need['CPU']:g} CPUs ({trial_cpus:g} for the trial, "
-            f"{0 if cfg.use_gpu else cfg.num_workers} for Train workers, {cfg.stream.num_actors} prior actor(s) x "
-            f"{cfg.stream.actor_cpus:g}, {READ_CPUS:g} for the read task) and {need['GPU']:g} GPUs, but the Ray "
-            f"cluster has {cluster.get('CPU', 0.0):g} CPUs and {cluster.get('GPU', 0.0):g} GPUs; lower "
-            "stream.num_actors or stream.actor_cpus (--set), num_workers, or trial_cpus")
-    return fits
-
-
-def _median_step_ms(client: MlflowClient, run_id: str) -> tuple[float, float]:
-    """Median compute time per step (step time minus data wait) and median wall time per step, in ms.
-
-    The first step is left out when there are others (it includes the first forward's start-up costs).
-    """
-    times = {m.step: m.value for m in client.get_metric_history(run_id, "step_time_s")}
-    waits = {m.step: m.value for m in client.get_metric_history(run_id, "data_wait_fraction")}
-    steps = sorted(times)[1:] if len(times) > 1 else sorted(times)
-    if not steps:
-        return math.nan, math.nan
-    wall = pd.Series([times[s] for s in steps])
-    compute = pd.Series([times[s] * (1.0 - waits.get(s, 0.0)) for s in steps])
-    return 1000 * float(compute.median()), 1000 * float(wall.median())
 
 
 def _score(cfg: TrainConfig, sweep: SweepConfig, net, checkpoint: Path) -> dict[str, float]:
@@ -230,33 +58,6 @@ def _score(cfg: TrainConfig, sweep: SweepConfig, net, checkpoint: Path) -> dict[
         metrics.update(evaluate_real(checkpoint, datasets, seed=cfg.seed))
     metrics["eval_s"] = time.perf_counter() - t0
     return metrics
-
-
-def _open_child_run(overrides: Mapping[str, Any], cfg: TrainConfig, study: Study, *, tracking_uri: str,
-                    experiment_id: str, parent_run_id: str, trial_id: str) -> str:
-    """The trial's MLflow child run: reopened when a rerun trial already has one, else created with Tune's
-    ``setup_mlflow`` (tagged with the parent run and the trial id, which the lookup uses)."""
-    client = MlflowClient(tracking_uri)
-    found = client.search_runs([experiment_id], filter_string=f"tags.trial_id = '{trial_id}' and "
-                               f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
-    if found:
-        client.update_run(found[0].info.run_id, status="RUNNING")
-        return found[0].info.run_id
-    from ray.air.integrations.mlflow import setup_mlflow
-
-    tags = {"mlflow.parentRunId": parent_run_id, "study": study.name, "trial_id": trial_id,
-            "variant": study.variant(overrides)}
-    ml = setup_mlflow(dict(overrides), tracking_uri=tracking_uri, experiment_id=experiment_id,
-                      run_name=f"{study.variant(overrides)} [{trial_id}]", tags=tags)
-    ml.log_dict(config_to_dict(cfg), "train_config.json")
-    return ml.active_run().info.run_id
-
-
-def _end_child_run(tracking_uri: str, run_id: str, status: str) -> None:
-    if mlflow.active_run() is not None:
-        mlflow.end_run(status=status)
-    else:
-        MlflowClient(tracking_uri).set_terminated(run_id, status=status)
 
 
 def _intermediate_reports(final_step: int):
@@ -295,7 +96,7 @@ def _train_and_score(cfg: TrainConfig, sweep: SweepConfig, trial_dir: Path, trac
     model_path = save_checkpoint(trial_dir / "model.pt", net, {"train_config": config_to_dict(cfg),
                                                               "mlflow_run_id": run_id, "step": cfg.max_steps})
     client = MlflowClient(tracking_uri)
-    ms_step, ms_wall = _median_step_ms(client, run_id)
+    ms_step, ms_wall = median_step_ms(client, run_id)
     metrics = {**_score(cfg, sweep, net, Path(model_path)), "ms_per_step": ms_step, "ms_per_step_wall": ms_wall,
                "train_wall_s": train_wall}
     metrics = {k: v for k, v in metrics.items() if math.isfinite(v)}
@@ -345,7 +146,7 @@ def _attempt(record: dict[str, Any], record_path: Path, overrides: dict[str, Any
 
     record.update(attempts=record.get("attempts", 0) + 1, overrides=overrides, status="running")
     record_path.write_text(json.dumps(record, indent=1))
-    run_id = _open_child_run(overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
+    run_id = open_child_run(overrides, cfg, study, tracking_uri=tracking_uri, experiment_id=experiment_id,
                              parent_run_id=parent_run_id, trial_id=trial_id)
     record["mlflow_run_id"] = run_id
     record_path.write_text(json.dumps(record, indent=1))
@@ -356,9 +157,9 @@ def _attempt(record: dict[str, Any], record_path: Path, overrides: dict[str, Any
         stopped = isinstance(exc, SystemExit)
         record["status"] = "stopped" if stopped else "failed"
         record_path.write_text(json.dumps(record, indent=1))
-        _end_child_run(tracking_uri, run_id, "KILLED" if stopped else "FAILED")
+        end_child_run(tracking_uri, run_id, "KILLED" if stopped else "FAILED")
         raise
-    _end_child_run(tracking_uri, run_id, "FINISHED")
+    end_child_run(tracking_uri, run_id, "FINISHED")
     final = {**last, **metrics, "step": cfg.max_steps}
     record.update(status="finished", metrics=metrics, report=final)
     record_path.write_text(json.dumps(record, indent=1))
@@ -386,65 +187,10 @@ def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _close_child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> None:
-    """Child runs of the sweep still RUNNING once Tune is done are marked KILLED: trials stopped early or killed,
-    and those of trials a resumed Tune no longer knows (its state was older than they were, or was lost)."""
-    running = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_run_id}' "
-                                 "and attributes.status = 'RUNNING'")
-    for run in running:
-        client.set_terminated(run.info.run_id, status="KILLED")
-
-
-def _open_parent(sweep: SweepConfig | None, options: SweepOptions,
-                 sweep_dir: Path) -> tuple[SweepConfig, str, str, str]:
-    """Create (or on resume, reopen) the sweep's record and MLflow parent run -> (sweep, uri, experiment, run)."""
-    record_path = sweep_dir / SWEEP_FILE
-    if options.resume:
-        if not record_path.is_file():
-            raise FileNotFoundError(f"cannot resume: no {SWEEP_FILE} in {sweep_dir}; check --storage-path and --name")
-        saved = json.loads(record_path.read_text())
-        sweep = sweep_from_dict(saved["sweep"])
-        uri = absolute_tracking_uri(options.tracking_uri or saved["tracking_uri"])
-        exp_id = setup_tracking(uri, saved["experiment"])
-        mlflow.start_run(run_id=saved["parent_run_id"])
-        mlflow.set_tag("resumed_at", datetime.now().isoformat(timespec="seconds"))
-        return sweep, uri, exp_id, saved["parent_run_id"]
-    if sweep is None:
-        raise ValueError("a new sweep needs a SweepConfig")
-    if record_path.exists():
-        raise FileExistsError(f"sweep {sweep_dir.name!r} already exists in {sweep_dir.parent}: pass --resume to "
-                              "continue it or choose another --name")
-    exp_id = setup_tracking(options.tracking_uri, options.experiment)
-    uri = absolute_tracking_uri(mlflow.get_tracking_uri())
-    mlflow.set_tracking_uri(uri)
-    run = mlflow.start_run(run_name=f"sweep {sweep_dir.name}")
-    mlflow.log_params({"study": sweep.study, "budget_steps": sweep.budget_steps, "num_samples": sweep.num_samples,
-                       "scheduler": sweep.scheduler, "eval_tasks": sweep.eval_tasks, "real": sweep.real})
-    mlflow.log_dict(config_to_dict(sweep.base), "base_config.json")
-    mlflow.set_tags({"sweep": sweep_dir.name, "study": sweep.study, "sweep_dir": str(sweep_dir)})
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    record_path.write_text(json.dumps({"parent_run_id": run.info.run_id, "tracking_uri": uri,
-                                       "experiment": options.experiment, "sweep": sweep_to_dict(sweep)}, indent=1))
-    return sweep, uri, exp_id, run.info.run_id
-
 
 def _trial_dirname(trial) -> str:
     """Tune's folder of a trial: ``trial_<trial id>`` (so a trial that never reported is still identified)."""
     return f"trial_{trial.trial_id}"
-
-
-def max_concurrent_trials(sweep: SweepConfig, requested: int | None, cluster: Mapping[str, float]) -> int:
-    """How many trials of ``sweep`` run at once: ``requested``, or as many as fit in ``cluster``
-    (``ray.cluster_resources()``); ``ValueError`` when the trials asked for would not fit together."""
-    probe = trial_config(sweep, {})
-    fits = default_max_concurrent(probe, sweep.trial_cpus, cluster)
-    if requested is not None and requested > fits:
-        need = trial_footprint(probe, sweep.trial_cpus)
-        raise ValueError(f"{requested} trials at once need {requested * need['CPU']:g} CPUs and "
-                         f"{requested * need['GPU']:g} GPUs, but the Ray cluster has {cluster.get('CPU', 0.0):g} "
-                         f"CPUs and {cluster.get('GPU', 0.0):g} GPUs: at most {fits} fit (their Train workers and "
-                         "prior actors would take each other's CPUs and wait for ever)")
-    return requested or fits
 
 
 def _build_tuner(sweep: SweepConfig, study: Study, options: SweepOptions, sweep_dir: Path, trainable, limit: int):
@@ -521,7 +267,7 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
         max_concurrent_trials(sweep, options.max_concurrent_trials, ray.cluster_resources())  # before recording it
     name = options.name or f"{sweep.study}-{datetime.now():%Y%m%d-%H%M%S}"
     sweep_dir = Path(options.storage_path).resolve() / name
-    sweep, uri, exp_id, parent_id = _open_parent(sweep, options, sweep_dir)
+    sweep, uri, exp_id, parent_id = open_parent_run(sweep, options, sweep_dir)
     try:
         study = sweep.study_spec()
         limit = max_concurrent_trials(sweep, options.max_concurrent_trials, ray.cluster_resources())
@@ -531,7 +277,7 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
             {"cpu": TRIAL_ACTOR_CPUS})
         grid = _build_tuner(sweep, study, options, sweep_dir, trainable, limit).fit()
         records = _trial_records(grid, study, sweep_dir)
-        _close_child_runs(MlflowClient(uri), exp_id, parent_id)
+        close_child_runs(MlflowClient(uri), exp_id, parent_id)
         trials = report.trial_frame(records, study)
         table = report.ablation_table(trials, study)
         files = report.write_tables(options.output or sweep_dir, study, trials, table,
