@@ -16,7 +16,8 @@ import sys
 
 from pipeline.config import apply_overrides, train_preset
 from pipeline.ray_env import init_ray
-from tune.driver import SweepConfig, SweepOptions, rescore_sweep, run_sweep
+from tune.config import SweepConfig, SweepOptions
+from tune.driver import rescore_sweep, run_sweep
 from tune.spaces import STUDY_NAMES
 
 

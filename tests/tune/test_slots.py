@@ -88,20 +88,20 @@ def test_a_trial_trains_only_once_it_holds_a_slot(tmp_path, monkeypatch):
     import ray.tune
 
     from pipeline.config import train_preset
-    from tune import driver
+    from tune import config, driver
 
-    sweep = driver.SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=2)
+    sweep = config.SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=2)
     trained, reported = threading.Event(), []
     monkeypatch.setattr(ray.tune, "get_context", lambda: SimpleNamespace(get_trial_id=lambda: "t1"))
     monkeypatch.setattr(ray.tune, "report", reported.append)
-    monkeypatch.setattr(driver, "_open_child_run", lambda *a, **k: "run-1")
-    monkeypatch.setattr(driver, "_end_child_run", lambda *a, **k: None)
+    monkeypatch.setattr(driver, "open_child_run", lambda *a, **k: "run-1")
+    monkeypatch.setattr(driver, "end_child_run", lambda *a, **k: None)
     monkeypatch.setattr(driver, "_train_and_score", lambda *a, **k: (trained.set(), ({}, {"syn_ari": 0.5}))[1])
     run = threading.Thread(target=driver.run_trial, args=({"objective.coupling": "additive"},), kwargs=dict(
-        sweep=driver.sweep_to_dict(sweep), sweep_dir=str(tmp_path), tracking_uri="sqlite:///unused.db",
+        sweep=config.sweep_to_dict(sweep), sweep_dir=str(tmp_path), tracking_uri="sqlite:///unused.db",
         experiment_id="0", parent_run_id="p", max_concurrent=1))
-    record = tmp_path / driver.TRIALS_DIR / "t1" / driver.TRIAL_FILE
-    with slot(tmp_path / driver.SLOTS_DIR, 1):  # another trial holds the only slot
+    record = tmp_path / config.TRIALS_DIR / "t1" / config.TRIAL_FILE
+    with slot(tmp_path / config.SLOTS_DIR, 1):  # another trial holds the only slot
         run.start()
         assert not trained.wait(timeout=1.0)
         assert not record.exists()

@@ -12,7 +12,7 @@ import torch
 from pipeline.config import TrainConfig, config_to_dict, flatten, train_preset
 from pipeline.train_loop import run_local
 from pipeline.prior_stream import READ_CPUS
-from tune.driver import (SweepConfig, default_max_concurrent, max_concurrent_trials, sweep_from_dict, sweep_to_dict,
+from tune.config import (SweepConfig, default_max_concurrent, max_concurrent_trials, sweep_from_dict, sweep_to_dict,
                          trial_config, trial_footprint)
 from tune.spaces import (STUDY_NAMES, Choice, Grid, LogUniform, representative_values, study_space, to_tune,
                          with_seeds)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.config import train_preset
-from tune import driver, state
+from tune import config, driver, state
 from tune.state import SNAPSHOT_DIR, TORN_DIR, StateSnapshots, is_complete, repair, snapshot
 
 S1, S2 = "2026-11-26_09-00-00", "2026-11-26_10-00-00"
@@ -124,18 +124,18 @@ def test_a_finished_trial_resumed_from_an_older_state_reports_its_saved_scores_w
                                                                                                   monkeypatch):
     import ray.tune
 
-    sweep = driver.SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=2)
-    trial_dir = tmp_path / driver.TRIALS_DIR / "t1"
+    sweep = config.SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=2)
+    trial_dir = tmp_path / config.TRIALS_DIR / "t1"
     trial_dir.mkdir(parents=True)
     saved = {"trial_id": "t1", "attempts": 1, "status": "finished", "mlflow_run_id": "r1",
              "metrics": {"syn_ari": 0.4}, "report": {"syn_ari": 0.4, "step": 2, "ms_per_step": 12.0}}
-    (trial_dir / driver.TRIAL_FILE).write_text(json.dumps(saved))
+    (trial_dir / config.TRIAL_FILE).write_text(json.dumps(saved))
     reported = []
     monkeypatch.setattr(ray.tune, "get_context", lambda: SimpleNamespace(get_trial_id=lambda: "t1"))
     monkeypatch.setattr(ray.tune, "report", reported.append)
     monkeypatch.setattr(driver, "_train_and_score", lambda *a, **k: pytest.fail("trained again"))
-    monkeypatch.setattr(driver, "_open_child_run", lambda *a, **k: pytest.fail("opened another child run"))
-    driver.run_trial({"objective.coupling": "decoupled"}, sweep=driver.sweep_to_dict(sweep), sweep_dir=str(tmp_path),
+    monkeypatch.setattr(driver, "open_child_run", lambda *a, **k: pytest.fail("opened another child run"))
+    driver.run_trial({"objective.coupling": "decoupled"}, sweep=config.sweep_to_dict(sweep), sweep_dir=str(tmp_path),
                      tracking_uri="sqlite:///unused.db", experiment_id="0", parent_run_id="p", max_concurrent=1)
     assert reported == [saved["report"]]
-    assert json.loads((trial_dir / driver.TRIAL_FILE).read_text()) == saved  # not counted as another attempt
+    assert json.loads((trial_dir / config.TRIAL_FILE).read_text()) == saved  # not counted as another attempt

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.shared_data import needs_real_suite
-from tune.driver import EXPERIMENT, TRIAL_FILE, TRIALS_DIR
+from tune.config import EXPERIMENT, TRIAL_FILE, TRIALS_DIR
 from tune.state import SNAPSHOT_DIR, TORN_DIR
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,7 +208,7 @@ def _finished_sweep(tmp_path: Path, tiny_checkpoint: str, tracking_uri: str) -> 
     from mlflow.tracking import MlflowClient
 
     from pipeline.config import train_preset
-    from tune.driver import SWEEP_FILE, SweepConfig, sweep_to_dict
+    from tune.config import SWEEP_FILE, SweepConfig, sweep_to_dict
 
     sweep = SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=4, eval_tasks=4)
     sweep_dir = tmp_path / "sweeps" / "old"
@@ -282,7 +282,7 @@ def test_child_runs_still_running_after_tune_are_closed_even_for_trials_tune_for
     trial's child run, left RUNNING by the dead driver, must not stay RUNNING under the finished parent."""
     from mlflow.tracking import MlflowClient
 
-    from tune.driver import _close_child_runs
+    from tune.tracking import close_child_runs
 
     client = MlflowClient(tracking_uri)
     exp = client.create_experiment(EXPERIMENT)
@@ -291,13 +291,14 @@ def test_child_runs_still_running_after_tune_are_closed_even_for_trials_tune_for
     done = client.create_run(exp, tags={"mlflow.parentRunId": parent, "trial_id": "new_00000"}).info.run_id
     client.set_terminated(done, status="FINISHED")
     elsewhere = client.create_run(exp, tags={"mlflow.parentRunId": other_parent}).info.run_id
-    _close_child_runs(client, exp, parent)
+    close_child_runs(client, exp, parent)
     status = {run: client.get_run(run).info.status for run in (forgotten, done, elsewhere, parent)}
     assert status == {forgotten: "KILLED", done: "FINISHED", elsewhere: "RUNNING", parent: "RUNNING"}
 
 
 def test_a_new_sweep_without_a_config_is_refused_by_name(tmp_path):
-    from tune.driver import SweepOptions, run_sweep
+    from tune.config import SweepOptions
+    from tune.driver import run_sweep
 
     with pytest.raises(ValueError, match="a new sweep needs a SweepConfig"):
         run_sweep(None, SweepOptions(storage_path=str(tmp_path)))
@@ -310,7 +311,8 @@ def test_the_random_search_draws_the_same_configurations_from_the_same_seed(ray_
     from ray import tune
 
     from pipeline.config import train_preset
-    from tune.driver import TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions, _build_tuner
+    from tune.config import TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions
+    from tune.driver import _build_tuner
 
     def trial(config):
         tune.report({"step": 1})
@@ -338,7 +340,8 @@ def test_a_resumed_sweep_reruns_its_failed_trials_within_the_limit(ray_local, tm
 
     from pipeline.config import train_preset
     from tune import slots
-    from tune.driver import SLOTS_DIR, TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions, _build_tuner
+    from tune.config import SLOTS_DIR, TRIAL_ACTOR_CPUS, SweepConfig, SweepOptions
+    from tune.driver import _build_tuner
 
     sweep = SweepConfig(study="pin-loss", base=train_preset("tiny", smoke=True), budget_steps=2)  # 4 variants
     sweep_dir, fixed, log = tmp_path / "s", tmp_path / "fixed", tmp_path / "log"
