@@ -88,15 +88,24 @@ class RowInteraction(nn.Module):
         b, n, d, e = cells.shape
         if d > self.column_id.shape[0]:
             raise ValueError(f"the encoder takes at most {self.column_id.shape[0]} features, got {d}")
-        tokens = cells * (1 + self.column_gain[:d]) + self.column_id[:d]
-        tokens = torch.cat([self.cls.expand(b, n, -1, -1), tokens], dim=2).reshape(b * n, self.n_cls + d, e)
-        keys = torch.cat([col_mask.new_ones(b, self.n_cls), col_mask], dim=1)  # (B, n_cls+D)
-        keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
-        step = b * n if torch.is_grad_enabled() or tokens.is_cuda else ROW_CHUNK
+        cpu_inference = not (torch.is_grad_enabled() or cells.is_cuda)
+        if cpu_inference:  # the CLS tokens and the gained cells written once into one buffer (no cat)
+            tokens = cells.new_empty(b, n, self.n_cls + d, e)
+            tokens[:, :, : self.n_cls] = self.cls
+            torch.addcmul(self.column_id[:d], cells, 1 + self.column_gain[:d], out=tokens[:, :, self.n_cls:])
+            tokens = tokens.view(b * n, self.n_cls + d, e)
+        else:  # out= does not differentiate
+            tokens = cells * (1 + self.column_gain[:d]) + self.column_id[:d]
+            tokens = torch.cat([self.cls.expand(b, n, -1, -1), tokens], dim=2).reshape(b * n, self.n_cls + d, e)
+        keys = None  # every column present (one table, as the estimator sends): attention needs no mask
+        if not (cpu_inference and bool(col_mask.all())):
+            keys = torch.cat([col_mask.new_ones(b, self.n_cls), col_mask], dim=1)  # (B, n_cls+D)
+            keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
+        step = ROW_CHUNK if cpu_inference else b * n
         out = []
         last = len(self.blocks) - 1
         for i in range(0, b * n, step):  # rows attend within themselves only: slices give the same result
-            part, part_keys = tokens[i : i + step], keys[i : i + step]
+            part, part_keys = tokens[i : i + step], None if keys is None else keys[i : i + step]
             for j, block in enumerate(self.blocks):
                 # only the CLS outputs are kept, so the last block computes only theirs (the cells still serve
                 # as keys): the same values for (n_cls + D) / n_cls times less of that block's query-side work
