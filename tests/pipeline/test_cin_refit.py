@@ -1,0 +1,84 @@
+"""pipeline.cin_refit: records as Ray tasks kept for reruns, a checkpoint that differs from its parent in CIN
+only, its lineage, MLflow, and the refusals."""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import numpy as np
+import pytest
+import torch
+
+from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from pipeline.cin_refit import RefitConfig, refit_cin
+from pipeline.config import seeds_used
+from tests.job_scripts import load_job
+from tests.model.conftest import make_tiny_net
+
+
+def _cfg(checkpoint, out, tracking_uri, **kw) -> RefitConfig:
+    base = dict(tasks=9, val_tasks=3, chunk_size=4, epochs=3, lr=1e-3, n_rows=(50, 70), n_features=(2, 6),
+                num_workers=2, tracking_uri=tracking_uri, run_seed=300)
+    return RefitConfig(checkpoint=checkpoint, out_dir=str(out), **{**base, **kw})
+
+
+@pytest.mark.slow
+def test_refit_changes_only_cin_records_lineage_and_mlflow_and_reuses_records(ray_local, tmp_path, tracking_uri):
+    parent = save_checkpoint(tmp_path / "parent.pt", make_tiny_net(5),
+                             {"lineage": [{"phase": 1, "run": "pre", "tasks": 100, "seed": 7}],
+                              "total_tasks_seen": 100})
+    out = tmp_path / "refit"
+    summary = refit_cin(_cfg(str(parent), out, tracking_uri))
+    net, meta = load_checkpoint(out / "model.pt")
+    old, _ = load_checkpoint(parent)
+    changed = {k for k, v in net.state_dict().items() if not torch.equal(v, old.state_dict()[k])}
+    assert changed and all(k.startswith("cin.") for k in changed)
+    assert [p["run"] for p in meta["lineage"]] == ["pre", "refit"]
+    assert meta["lineage"][-1]["seed"] == 300 and meta["total_tasks_seen"] == 109
+    records = sorted((out / "records").glob("chunk-*.npz"))
+    assert len(records) == 3  # 9 tables in chunks of 4
+    seeds = np.concatenate([np.load(f)["seeds"] for f in records])
+    assert list(seeds) == [300 * 2**40 + i for i in range(9)]
+    assert json.loads((out / "summary.json").read_text())["best_epoch"] == summary["best_epoch"]
+    assert len((out / "history.jsonl").read_text().splitlines()) == 3
+    runs = mlflow.search_runs(experiment_names=["tabclustpfn-cin-refit"])
+    assert len(runs) == 1 and "metrics.held_out_after_cross_entropy" in runs.columns
+
+    # a rerun with other fit settings reuses the records (same files, untouched) and fits again
+    stamps = [f.stat().st_mtime_ns for f in records]
+    again = refit_cin(_cfg(str(parent), out, tracking_uri, epochs=1))
+    assert [f.stat().st_mtime_ns for f in records] == stamps and again["best_epoch"] == 1
+    # records of other settings are refused, not mixed in
+    with pytest.raises(ValueError, match="other settings"):
+        refit_cin(_cfg(str(parent), out, tracking_uri, n_estimators=2))
+
+
+def test_refusals(tmp_path, tracking_uri, tiny_checkpoint):
+    with pytest.raises(ValueError, match="val_tasks"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, tasks=4, val_tasks=4)
+    with pytest.raises(ValueError, match="run_seed"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, run_seed=2**22)
+    with pytest.raises(ValueError, match="chunk_size"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, chunk_size=0)
+    with pytest.raises(ValueError, match="n_rows"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, n_rows=(10, 20))
+    with pytest.raises(ValueError, match="at most 64 columns"):
+        refit_cin(_cfg(tiny_checkpoint, tmp_path / "x", tracking_uri, n_features=(2, 65)))
+    used = save_checkpoint(tmp_path / "used.pt", make_tiny_net(1), {"lineage": [{"phase": 1, "seed": 300}]})
+    with pytest.raises(ValueError, match="run_seed 300 trained"):
+        refit_cin(_cfg(str(used), tmp_path / "x", tracking_uri))
+    assert not (tmp_path / "x").exists()
+
+
+def test_job_reports_unusable_input_with_exit_status_1(tmp_path, capsys):
+    job = load_job("refit_cin")
+    assert job.main(["--checkpoint", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "o")]) == 1
+    assert "missing.pt" in capsys.readouterr().err
+    assert job.main(["--tasks", "5", "--val-tasks", "5", "--out", str(tmp_path / "o")]) == 1
+    assert "val_tasks" in capsys.readouterr().err
+    # the shipped weights record the seeds that trained them: one of them is refused
+    shipped = read_checkpoint(job.default_checkpoint_path())["metadata"]
+    seed = min(seeds_used(shipped))
+    assert job.main(["--run-seed", str(seed), "--out", str(tmp_path / "o")]) == 1
+    assert f"run_seed {seed} trained" in capsys.readouterr().err
