@@ -14,8 +14,9 @@ For each prior table, :func:`task_record` keeps what the refit and its evaluatio
   posterior without running the network again;
 * ``ari_k`` (C,): ARI of the combined partition at each K against the true labels.
 
-Tables with fewer columns than M orderings have fewer distinct members; their members are repeated cyclically up
-to M, which leaves every average (posterior, expected ARI) unchanged.
+Tables with fewer columns than M orderings have fewer distinct members m; their members are repeated cyclically up
+to M, and ``n_members`` keeps m, so that every average (posterior, expected ARI, loss) weighs each distinct member
+1/m as the estimator does, also where m does not divide M (:func:`member_weights`).
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ from model.ensemble import column_orderings, combine_members
 from model.selection import cross_ari
 
 #: Arrays of a :class:`CardinalityRecords`, in the order of its fields.
-RECORD_FIELDS = ("fingerprints", "n_clusters", "cross", "ari_k", "is_gmm", "seeds")
+RECORD_FIELDS = ("fingerprints", "n_clusters", "cross", "ari_k", "is_gmm", "seeds", "n_members")
 
 
 @dataclasses.dataclass
 class CardinalityRecords:
     """What the refit keeps of T prior tables (module docstring): ``fingerprints`` (T, M, F) float32,
-    ``n_clusters`` (T,) true K, ``cross`` (T, C, M, C), ``ari_k`` (T, C), ``is_gmm`` (T,) bool, ``seeds`` (T,)."""
+    ``n_clusters`` (T,) true K, ``cross`` (T, C, M, C), ``ari_k`` (T, C), ``is_gmm`` (T,) bool, ``seeds`` (T,),
+    ``n_members`` (T,) distinct members m <= M of each table (default: M, every member distinct)."""
 
     fingerprints: np.ndarray
     n_clusters: np.ndarray
@@ -49,6 +51,11 @@ class CardinalityRecords:
     ari_k: np.ndarray
     is_gmm: np.ndarray
     seeds: np.ndarray
+    n_members: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_members is None:
+            self.n_members = np.full(len(self.n_clusters), self.fingerprints.shape[1], dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.n_clusters)
@@ -68,10 +75,35 @@ class CardinalityRecords:
     @classmethod
     def load(cls, path: str | Path) -> "CardinalityRecords":
         with np.load(path, allow_pickle=False) as z:
-            missing = [f for f in RECORD_FIELDS if f not in z.files]
+            missing = [f for f in RECORD_FIELDS if f not in z.files and f != "n_members"]
             if missing:
                 raise ValueError(f"{path} is not a CIN record file: it lacks {missing}")
-            return cls(*(z[f] for f in RECORD_FIELDS))
+            fields = {f: z[f] for f in RECORD_FIELDS if f in z.files}
+        if "n_members" not in fields:  # written before n_members was kept: the period of the repeated members
+            fields["n_members"] = _repeat_period(fields["fingerprints"], fields["cross"])
+        return cls(**fields)
+
+
+def _repeat_period(fingerprints: np.ndarray, cross: np.ndarray) -> np.ndarray:
+    """(T,) the shortest period of each table's cyclically repeated members (M where none repeats)."""
+    t, m = fingerprints.shape[:2]
+    out = np.full(t, m, dtype=np.int64)
+    for p in range(m - 1, 0, -1):  # downwards: the shortest period found last wins
+        cyc = np.arange(m) % p
+        same = (fingerprints == fingerprints[:, cyc]).all((1, 2)) & (cross == cross[:, :, cyc]).all((1, 2, 3))
+        out[same] = p
+    return out
+
+
+def member_weights(records: CardinalityRecords) -> np.ndarray:
+    """(T, M) the weight of each stored member in a table's averages, summing to 1: 1/m for each of its m distinct
+    members, split evenly over that member's cyclic repeats (1/M everywhere when m divides M)."""
+    slots = records.fingerprints.shape[1]
+    m = np.asarray(records.n_members, dtype=np.int64)[:, None]
+    if (m < 1).any() or (m > slots).any():
+        raise ValueError(f"n_members must be in 1..{slots} (the stored members), got {np.unique(m).tolist()}")
+    repeats = (slots - 1 - np.arange(slots)[None] % m) // m + 1  # slots j < M holding the same member as j
+    return 1.0 / (m * repeats)
 
 
 @torch.no_grad()
@@ -103,7 +135,7 @@ def task_record(net: torch.nn.Module, X: np.ndarray, categorical: Sequence[int],
     cross = cross_ari(labels, member_probs.argmax(-1).reshape(m * c, n)).reshape(c, m, c)
     cyc = np.arange(n_estimators) % m  # fewer columns than orderings: repeat the members
     return {"fingerprints": fingerprints[cyc], "cross": cross[:, cyc], "posteriors": posteriors[cyc],
-            "ari_k": np.array([adjusted_rand_score(y, lab) for lab in labels])}
+            "ari_k": np.array([adjusted_rand_score(y, lab) for lab in labels]), "n_members": m}
 
 
 def collect_records(net: torch.nn.Module, tasks: Sequence, n_estimators: int) -> CardinalityRecords:
@@ -116,7 +148,8 @@ def collect_records(net: torch.nn.Module, tasks: Sequence, n_estimators: int) ->
         cross=np.stack([r["cross"] for r in recs]),
         ari_k=np.stack([r["ari_k"] for r in recs]),
         is_gmm=np.array([t.meta.get("mechanism") == "gmm" for t in tasks]),
-        seeds=np.array([int(t.meta.get("seed", -1)) for t in tasks], dtype=np.int64))
+        seeds=np.array([int(t.meta.get("seed", -1)) for t in tasks], dtype=np.int64),
+        n_members=np.array([r["n_members"] for r in recs], dtype=np.int64))
 
 
 @torch.no_grad()
@@ -131,15 +164,16 @@ def select_from_records(records: CardinalityRecords, posteriors: np.ndarray) -> 
     """The ``expected_ari`` rule with members (:func:`model.selection.select_k`, every K admissible) replayed
     from the records under ``posteriors`` (T, M, C) -> (ARI of the chosen partition (T,), chosen K (T,))."""
     w = posteriors / np.maximum(posteriors.sum(-1, keepdims=True), 1e-300)
-    scores = np.einsum("timk,tmk->ti", records.cross, w) / w.shape[1]
-    chosen = scores.argmax(-1)  # the first maximum: the smallest K among ties, as select_k
+    scores = np.einsum("timk,tmk,tm->ti", records.cross, w, member_weights(records))
+    # the smallest K among scores within 1e-12 of the best, as select_k (sums in another order differ by ~1e-16)
+    chosen = (scores >= scores.max(-1, keepdims=True) - 1e-12).argmax(-1)
     return records.ari_k[np.arange(len(chosen)), chosen], chosen + 2
 
 
 def summarize(records: CardinalityRecords, posteriors: np.ndarray) -> dict[str, float]:
     """Cross-entropy and accuracy of the members' averaged posterior on the true K, and the ARI and K error of
     the ``expected_ari`` choice (medians and means over the tables)."""
-    avg = posteriors.mean(1)
+    avg = np.einsum("tm,tmc->tc", member_weights(records), posteriors)
     idx = np.arange(len(records))
     truth = records.n_clusters - 2
     ari, k = select_from_records(records, posteriors)
@@ -160,18 +194,25 @@ def fit_cin(cin: CIN, records: CardinalityRecords, *, epochs: int, lr: float, ba
         raise ValueError(f"epochs and batch_size must be >= 1 and lr > 0, got {epochs}, {batch_size}, {lr}")
     if getattr(cin, "ordinal", False):
         raise ValueError("refitting supports the categorical CIN head only (cin_head='categorical')")
+    for name, recs in (("records", records), ("validation", validation)):
+        if recs is not None and not 2 <= recs.n_clusters.min() <= recs.n_clusters.max() <= recs.ari_k.shape[1] + 1:
+            raise ValueError(f"{name} hold tables with K = {recs.n_clusters.min()}..{recs.n_clusters.max()}, but "
+                             f"CIN's candidates are K = 2..{recs.ari_k.shape[1] + 1}: draw the prior's K within "
+                             "the network's k_max")
     gen = torch.Generator().manual_seed(seed)
     model = copy.deepcopy(cin).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     t, m, f = records.fingerprints.shape
     x = torch.as_tensor(records.fingerprints, dtype=torch.float32).reshape(t * m, f)
     y = torch.as_tensor(np.repeat(records.n_clusters - 2, m), dtype=torch.long)
+    # every table weighs M rows, each distinct member the same share of them (1 everywhere when m divides M)
+    weight = torch.as_tensor(member_weights(records).reshape(t * m) * m, dtype=torch.float32)
     history: list[dict[str, float]] = []
     best, best_ce = copy.deepcopy(model), float("inf")
     for epoch in range(epochs):
         total = 0.0
         for idx in torch.randperm(len(y), generator=gen).split(batch_size):
-            loss = F.cross_entropy(model(x[idx])[0], y[idx])
+            loss = (F.cross_entropy(model(x[idx])[0], y[idx], reduction="none") * weight[idx]).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -32,14 +32,15 @@ import logging
 import os
 import platform
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from model.cin_refit import CardinalityRecords, collect_records, fit_cin, member_posteriors, select_from_records, \
-    summarize
+from model.cin_refit import RECORD_FIELDS, CardinalityRecords, collect_records, fit_cin, member_posteriors, \
+    select_from_records, summarize
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from pipeline.config import seeds_used
 from pipeline.prior_stream import RUN_SEED_STRIDE, validation_seeds
@@ -118,14 +119,21 @@ class RefitConfig:
                 "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features)}
 
 
-def _chunk_records(checkpoint: str, seeds: list[int], n_estimators: int, prior: PriorConfig) -> CardinalityRecords:
-    """One chunk's records (runs inside a Ray task)."""
+def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig) -> CardinalityRecords:
+    """One chunk's records (runs inside a Ray task). ``checkpoint`` is the file's bytes, from the object store:
+    a worker on another node may not see the driver's path. They are loaded as any checkpoint is (weights only,
+    sha256 checked)."""
+    import tempfile
+
     import torch
 
     from priors import sample_dataset
 
     torch.set_num_threads(1)
-    net, _ = load_checkpoint(checkpoint)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "checkpoint.pt"
+        path.write_bytes(checkpoint)
+        net, _ = load_checkpoint(path)
     return collect_records(net, [sample_dataset(s, config=prior) for s in seeds], n_estimators)
 
 
@@ -142,6 +150,35 @@ def _check_manifest(records_dir: Path, manifest: dict[str, Any]) -> None:
         path.write_text(json.dumps(manifest, indent=1))
 
 
+def _recorded_chunks(cfg: RefitConfig, files: list[Path]) -> dict[int, CardinalityRecords]:
+    """The chunk files that hold their chunk's tables under ``cfg``. The manifest leaves ``tasks`` free (a rerun may
+    ask for more tables), so the last chunk of an earlier run may hold fewer tables than this run's; such a chunk,
+    and one that cannot be read, is computed again."""
+    found = {}
+    for c, f in enumerate(files):
+        if not f.is_file():
+            continue
+        try:
+            records = CardinalityRecords.load(f)
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:  # e.g. a write cut short
+            logger.warning("CIN refit: %s is unreadable (%s); computing chunk %d again", f, exc, c)
+            continue
+        if records.seeds.tolist() != cfg.seeds(c):
+            logger.warning("CIN refit: %s holds %d tables, chunk %d of a run of %d tables has %d; computing it "
+                           "again", f, len(records), c, cfg.tasks, len(cfg.seeds(c)))
+            continue
+        found[c] = records
+    return found
+
+
+def _save_chunk(records: CardinalityRecords, path: Path) -> None:
+    """Write a chunk atomically: an interrupted run leaves no partial file for the rerun to trip over."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **{f: getattr(records, f) for f in RECORD_FIELDS})
+    os.replace(tmp, path)
+
+
 def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
     """Every chunk's records, computing the missing chunks as Ray tasks (stage 1)."""
     import ray
@@ -151,7 +188,8 @@ def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
     records_dir = Path(cfg.out_dir) / RECORDS_DIR
     _check_manifest(records_dir, cfg.manifest(sha))
     files = [records_dir / f"chunk-{c:05d}.npz" for c in range(cfg.n_chunks)]
-    missing = [c for c, f in enumerate(files) if not f.is_file()]
+    chunks = _recorded_chunks(cfg, files)
+    missing = [c for c in range(cfg.n_chunks) if c not in chunks]
     logger.info("CIN refit: %d of %d chunks of %d tables already recorded", cfg.n_chunks - len(missing),
                 cfg.n_chunks, cfg.chunk_size)
     if missing:
@@ -160,7 +198,7 @@ def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
             workers = cfg.num_workers or max(1, min(int(ray.available_resources().get("CPU", 1)),
                                                     os.cpu_count() or 1))
             task = ray.remote(num_cpus=1)(_chunk_records)
-            checkpoint, prior = str(Path(cfg.checkpoint).resolve()), cfg.prior()
+            checkpoint, prior = ray.put(Path(cfg.checkpoint).read_bytes()), cfg.prior()
             pending: dict[Any, int] = {}
             queue = list(missing)
             start = time.perf_counter()
@@ -171,14 +209,15 @@ def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
                     pending[task.remote(checkpoint, cfg.seeds(c), cfg.n_estimators, prior)] = c
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 c = pending.pop(ready[0])
-                ray.get(ready[0]).save(files[c])
+                chunks[c] = ray.get(ready[0])
+                _save_chunk(chunks[c], files[c])
                 done += 1
                 logger.info("CIN refit: chunk %d recorded (%d/%d, %.0f s)", c, done, len(missing),
                             time.perf_counter() - start)
         finally:
             if started:
                 ray.shutdown()
-    return CardinalityRecords.concat([CardinalityRecords.load(f) for f in files])
+    return CardinalityRecords.concat([chunks[c] for c in range(cfg.n_chunks)])
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
@@ -197,6 +236,9 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
     if cfg.n_features[1] > net.cfg.max_features:
         raise ValueError(f"n_features up to {cfg.n_features[1]}, but {cfg.checkpoint} takes at most "
                          f"{net.cfg.max_features} columns; lower the prior's n_features")
+    if cfg.prior().n_clusters[1] > net.cfg.k_max:
+        raise ValueError(f"the prior draws up to K = {cfg.prior().n_clusters[1]} clusters, but {cfg.checkpoint} "
+                         f"infers K = 2..{net.cfg.k_max} only (k_max): its CIN cannot be fitted to those tables")
     if cfg.run_seed in seeds_used(metadata):
         raise ValueError(f"run_seed {cfg.run_seed} trained {cfg.checkpoint} (its lineage records it): its "
                          f"tables are not fresh; pick another run_seed")
@@ -224,8 +266,10 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
                      f"(N {cfg.n_rows[0]}-{cfg.n_rows[1]}, {cfg.n_estimators} orderings), best of {cfg.epochs} "
                      f"epochs on {cfg.val_tasks} held-out ({best}), lr {cfg.lr:g}",
              "cin_refit": {"before": before, "after": after, "paired_ari": paired}}
-    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen")},
-                "lineage": [*lineage, phase],
+    # step, tasks_seen, hardware and mlflow_run_id describe the session that made a checkpoint: the parent's are
+    # in its lineage phase and its MLflow run, not this one's (as for an average, pipeline.budget.averaged_metadata)
+    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
+                "step": 0, "tasks_seen": cfg.tasks, "hardware": phase["device"], "lineage": [*lineage, phase],
                 "total_tasks_seen": int(metadata.get("total_tasks_seen", metadata.get("tasks_seen", 0))) + cfg.tasks}
     save_checkpoint(out / MODEL_FILE, net, new_meta)
     summary = {"checkpoint": str(cfg.checkpoint), "config": {k: (list(v) if isinstance(v, tuple) else v)

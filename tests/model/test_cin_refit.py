@@ -108,3 +108,53 @@ def test_fit_refuses_bad_settings_and_the_ordinal_head():
     ordinal = make_tiny_net(0, cin_head="ordinal")
     with pytest.raises(ValueError, match="categorical CIN head"):
         fit_cin(ordinal.cin, records, epochs=1, lr=1e-3)
+
+
+def test_members_that_do_not_divide_the_orderings_weigh_as_in_the_estimator():
+    # 2 columns, 3 orderings: members 0, 1, 0; each distinct member must still weigh 1/2, as in select_k
+    net = make_tiny_net(3)
+    for seed in (22, 29, 39, 48):  # 2-column tables on which equal slot weights chose another K
+        task = sample_dataset(seed, config=SMALL)
+        assert task.X.shape[1] == 2
+        n, d = task.X.shape
+        cat = torch.zeros(1, d, dtype=torch.bool)
+        cat[0, list(task.categorical)] = True
+        with torch.no_grad():
+            out, _ = net.infer_context(torch.as_tensor(task.X)[None], torch.ones(1, n, dtype=torch.bool),
+                                       torch.ones(1, d, dtype=torch.bool), cat,
+                                       torch.as_tensor(column_orderings(d, 3)))
+        member_probs = out.probs.double().numpy()
+        posteriors = torch.softmax(out.k_logits.double(), -1).numpy()
+        probs, posterior, _ = combine_members(member_probs, posteriors)
+        k, _ = select_k(probs, posterior, k_hi=10, members=(member_probs, posteriors))
+        records = collect_records(net, [task], n_estimators=3)
+        assert records.n_members.tolist() == [2] and records.fingerprints.shape[1] == 3
+        stored = member_posteriors(net.cin, records.fingerprints)
+        assert select_from_records(records, stored)[1][0] == k
+        truth = task.n_clusters - 2
+        assert summarize(records, stored)["cross_entropy"] == pytest.approx(-np.log(posterior[truth]), abs=1e-5)
+
+
+def test_records_written_without_n_members_load_with_the_period_of_their_repeats(tmp_path):
+    records = collect_records(make_tiny_net(1), _tasks(8, first=14), n_estimators=3)
+    assert 2 in records.n_members.tolist() and 3 in records.n_members.tolist()  # 2-column tables among them
+    np.savez(tmp_path / "old.npz", **{f: getattr(records, f) for f in ("fingerprints", "n_clusters", "cross",
+                                                                         "ari_k", "is_gmm", "seeds")})
+    np.testing.assert_array_equal(CardinalityRecords.load(tmp_path / "old.npz").n_members, records.n_members)
+
+
+def test_replayed_rule_breaks_near_ties_towards_the_smaller_k_as_select_k():
+    cross = np.zeros((1, 3, 1, 3))
+    cross[0, :, 0, 0] = [0.9, 0.9 + 1e-14, 0.1]  # K = 3 above K = 2 by rounding only
+    records = CardinalityRecords(np.zeros((1, 1, 4), np.float32), np.array([3]), cross, np.array([[0.5, 0.7, 0.1]]),
+                                 np.array([False]), np.array([0]))
+    ari, k = select_from_records(records, np.array([[[1.0, 0.0, 0.0]]]))
+    assert k.tolist() == [2] and ari.tolist() == [0.5]
+
+
+def test_fit_refuses_tables_whose_k_the_network_cannot_infer():
+    net = make_tiny_net(0, k_max=5)
+    records = collect_records(net, _tasks(6), n_estimators=2)
+    assert records.n_clusters.max() > 5
+    with pytest.raises(ValueError, match=r"candidates are K = 2\.\.5"):
+        fit_cin(net.cin, records, epochs=1, lr=1e-3)

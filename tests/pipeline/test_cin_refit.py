@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from pipeline.cin_refit import RefitConfig, refit_cin
+from model.cin_refit import CardinalityRecords
+from pipeline.cin_refit import RefitConfig, _recorded_chunks, _save_chunk, refit_cin
 from pipeline.config import seeds_used
 from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
@@ -27,7 +28,7 @@ def _cfg(checkpoint, out, tracking_uri, **kw) -> RefitConfig:
 def test_refit_changes_only_cin_records_lineage_and_mlflow_and_reuses_records(ray_local, tmp_path, tracking_uri):
     parent = save_checkpoint(tmp_path / "parent.pt", make_tiny_net(5),
                              {"lineage": [{"phase": 1, "run": "pre", "tasks": 100, "seed": 7}],
-                              "total_tasks_seen": 100})
+                              "total_tasks_seen": 100, "step": 50, "tasks_seen": 100, "mlflow_run_id": "pre-run"})
     out = tmp_path / "refit"
     summary = refit_cin(_cfg(str(parent), out, tracking_uri))
     net, meta = load_checkpoint(out / "model.pt")
@@ -36,6 +37,8 @@ def test_refit_changes_only_cin_records_lineage_and_mlflow_and_reuses_records(ra
     assert changed and all(k.startswith("cin.") for k in changed)
     assert [p["run"] for p in meta["lineage"]] == ["pre", "refit"]
     assert meta["lineage"][-1]["seed"] == 300 and meta["total_tasks_seen"] == 109
+    # the parent's session fields are not this checkpoint's
+    assert meta["step"] == 0 and meta["tasks_seen"] == 9 and "mlflow_run_id" not in meta
     records = sorted((out / "records").glob("chunk-*.npz"))
     assert len(records) == 3  # 9 tables in chunks of 4
     seeds = np.concatenate([np.load(f)["seeds"] for f in records])
@@ -65,6 +68,9 @@ def test_refusals(tmp_path, tracking_uri, tiny_checkpoint):
         _cfg(tiny_checkpoint, tmp_path, tracking_uri, n_rows=(10, 20))
     with pytest.raises(ValueError, match="at most 64 columns"):
         refit_cin(_cfg(tiny_checkpoint, tmp_path / "x", tracking_uri, n_features=(2, 65)))
+    small_k = save_checkpoint(tmp_path / "k5.pt", make_tiny_net(1, k_max=5), {})
+    with pytest.raises(ValueError, match=r"up to K = 10 clusters.*K = 2\.\.5"):  # before any table is computed
+        refit_cin(_cfg(str(small_k), tmp_path / "x", tracking_uri))
     used = save_checkpoint(tmp_path / "used.pt", make_tiny_net(1), {"lineage": [{"phase": 1, "seed": 300}]})
     with pytest.raises(ValueError, match="run_seed 300 trained"):
         refit_cin(_cfg(str(used), tmp_path / "x", tracking_uri))
@@ -82,3 +88,22 @@ def test_job_reports_unusable_input_with_exit_status_1(tmp_path, capsys):
     seed = min(seeds_used(shipped))
     assert job.main(["--run-seed", str(seed), "--out", str(tmp_path / "o")]) == 1
     assert f"run_seed {seed} trained" in capsys.readouterr().err
+
+
+def _fake_chunk(seeds: list[int]) -> CardinalityRecords:
+    t = len(seeds)
+    return CardinalityRecords(np.zeros((t, 2, 5), np.float32), np.full(t, 3), np.zeros((t, 9, 2, 9)),
+                              np.zeros((t, 9)), np.zeros(t, bool), np.array(seeds))
+
+
+def test_a_rerun_recomputes_chunks_of_another_length_and_unreadable_ones(tmp_path, tiny_checkpoint):
+    first = _cfg(tiny_checkpoint, tmp_path, None, tasks=9)  # chunks of 4, 4 and 1 tables
+    files = [tmp_path / f"chunk-{c:05d}.npz" for c in range(3)]
+    for c, f in enumerate(files):
+        _save_chunk(_fake_chunk(first.seeds(c)), f)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f.name for f in files]  # no temporary file left
+    assert sorted(_recorded_chunks(first, files)) == [0, 1, 2]
+    more = _cfg(tiny_checkpoint, tmp_path, None, tasks=12)  # same manifest, but chunk 2 now has 4 tables
+    assert more.manifest("x") == first.manifest("x") and sorted(_recorded_chunks(more, files)) == [0, 1]
+    files[1].write_bytes(files[1].read_bytes()[:100])  # a write cut short
+    assert sorted(_recorded_chunks(first, files)) == [0, 2]
