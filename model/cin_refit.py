@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -32,7 +33,7 @@ import torch.nn.functional as F
 from sklearn.metrics import adjusted_rand_score
 
 from model.cin import CIN, gram_fingerprint
-from model.ensemble import column_orderings, combine_members
+from model.ensemble import combine_members, infer_members
 from model.selection import cross_ari
 
 #: Arrays of a :class:`CardinalityRecords`, in the order of its fields.
@@ -70,7 +71,12 @@ class CardinalityRecords:
         return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in RECORD_FIELDS))
 
     def save(self, path: str | Path) -> None:
-        np.savez(path, **{f: getattr(self, f) for f in RECORD_FIELDS})
+        """Write atomically (a temporary file renamed over ``path``): an interrupted run leaves no partial file."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **{f: getattr(self, f) for f in RECORD_FIELDS})
+        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: str | Path) -> "CardinalityRecords":
@@ -119,16 +125,11 @@ def task_record(net: torch.nn.Module, X: np.ndarray, categorical: Sequence[int],
     y : (N,) true labels.
     n_estimators : column orderings M.
     """
-    n, d = X.shape
-    cat = torch.zeros(1, d, dtype=torch.bool)
-    cat[0, list(categorical)] = True
-    orders = column_orderings(d, n_estimators)
-    out, _ = net.infer_context(torch.as_tensor(X, dtype=torch.float32)[None], torch.ones(1, n, dtype=torch.bool),
-                               torch.ones(1, d, dtype=torch.bool), cat, torch.as_tensor(orders))
-    m = len(orders)
-    fingerprints = gram_fingerprint(out.probs, torch.ones(m, n, dtype=torch.bool)).float().numpy()
-    member_probs = out.probs.double().numpy()
-    posteriors = torch.softmax(out.k_logits.double(), dim=-1).numpy()
+    member_probs, posteriors = infer_members(net, X, categorical, n_estimators)
+    m, n = member_probs.shape[0], member_probs.shape[2]
+    # the float32 partitions CIN read (the float64 copies hold them exactly)
+    fingerprints = gram_fingerprint(torch.as_tensor(member_probs, dtype=torch.float32),
+                                    torch.ones(m, n, dtype=torch.bool)).float().numpy()
     probs, _, _ = combine_members(member_probs, posteriors)
     labels = probs.argmax(-1)  # (C, N)
     c = labels.shape[0]

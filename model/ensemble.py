@@ -19,8 +19,10 @@ Measured on 400 held-out prior tasks (N 500-1000) with the shipped weights, task
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
+import torch
 
 #: Column orderings ``TabClustPFN`` uses unless told otherwise (see ``TabClustPFN``'s ``n_estimators``).
 DEFAULT_N_ESTIMATORS = 4
@@ -49,6 +51,21 @@ def column_orderings(n_features: int, n_estimators: int) -> np.ndarray:
             seen.add(tuple(order))
             orders.append(order)
     return np.stack(orders)
+
+
+@torch.no_grad()
+def infer_members(net: torch.nn.Module, X: np.ndarray, categorical: Sequence[int], n_estimators: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One table as the prior draws it (continuous columns z-normalised, categorical columns codes), every row
+    context, in ``n_estimators`` orderings of its columns, as ``TabClustPFN`` infers a context -> each member's
+    soft partitions (M, K_max-1, N, K_max) and posterior over K (M, K_max-1), float64. ``net`` in eval mode."""
+    n, d = X.shape
+    cat = torch.zeros(1, d, dtype=torch.bool)
+    cat[0, list(categorical)] = True
+    out, _ = net.infer_context(torch.as_tensor(X, dtype=torch.float32)[None], torch.ones(1, n, dtype=torch.bool),
+                               torch.ones(1, d, dtype=torch.bool), cat,
+                               torch.as_tensor(column_orderings(d, n_estimators)))
+    return out.probs.double().numpy(), torch.softmax(out.k_logits.double(), dim=-1).numpy()
 
 
 def match_clusters(reference: np.ndarray, probs: np.ndarray) -> np.ndarray:

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
-from model.cin_refit import RECORD_FIELDS, CardinalityRecords, collect_records, fit_cin, member_posteriors, \
+from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+from model.cin_refit import CardinalityRecords, collect_records, fit_cin, member_posteriors, \
     select_from_records, summarize
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from pipeline.config import seeds_used
@@ -171,14 +171,6 @@ def _recorded_chunks(cfg: RefitConfig, files: list[Path]) -> dict[int, Cardinali
     return found
 
 
-def _save_chunk(records: CardinalityRecords, path: Path) -> None:
-    """Write a chunk atomically: an interrupted run leaves no partial file for the rerun to trip over."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **{f: getattr(records, f) for f in RECORD_FIELDS})
-    os.replace(tmp, path)
-
-
 def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
     """Every chunk's records, computing the missing chunks as Ray tasks (stage 1)."""
     import ray
@@ -210,7 +202,7 @@ def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 c = pending.pop(ready[0])
                 chunks[c] = ray.get(ready[0])
-                _save_chunk(chunks[c], files[c])
+                chunks[c].save(files[c])  # atomic: an interrupted run leaves no partial chunk
                 done += 1
                 logger.info("CIN refit: chunk %d recorded (%d/%d, %.0f s)", c, done, len(missing),
                             time.perf_counter() - start)
@@ -229,7 +221,6 @@ def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
 def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
     """Run the four stages (module docstring); return the summary also written to ``summary.json``."""
     start = time.perf_counter()
-    payload = read_checkpoint(cfg.checkpoint)
     net, metadata = load_checkpoint(cfg.checkpoint)
     if net.cfg.cin_head != "categorical":
         raise ValueError(f"{cfg.checkpoint} has an ordinal CIN head: the refit supports the categorical head only")
@@ -243,7 +234,7 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
         raise ValueError(f"run_seed {cfg.run_seed} trained {cfg.checkpoint} (its lineage records it): its "
                          f"tables are not fresh; pick another run_seed")
     out = Path(cfg.out_dir)
-    records = compute_records(cfg, payload["sha256"])
+    records = compute_records(cfg, weights_sha256(net.state_dict()))
     n_fit = cfg.tasks - cfg.val_tasks
     train, held = records.subset(np.arange(n_fit)), records.subset(np.arange(n_fit, cfg.tasks))
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from model.batching import collate, to_torch
-from model.ensemble import column_orderings, combine_members
+from model.ensemble import combine_members, infer_members
 from model.selection import DEFAULT_K_SELECTION, KSelection
 from pipeline.config import StreamConfig
 from pipeline.validation import make_validation_tasks, task_scores
@@ -60,14 +60,7 @@ def score_tasks(net: torch.nn.Module, tasks: Sequence[PriorDataset], chunk: int 
 
 def _ensemble_scores(net: torch.nn.Module, task: PriorDataset, rule: KSelection, n_estimators: int) -> dict:
     """One task's scores with its columns in ``n_estimators`` orderings, the members combined."""
-    n, d = task.X.shape
-    cat = torch.zeros(1, d, dtype=torch.bool)
-    cat[0, list(task.categorical)] = True
-    out, _ = net.infer_context(torch.as_tensor(task.X, dtype=torch.float32)[None], torch.ones(1, n, dtype=torch.bool),
-                               torch.ones(1, d, dtype=torch.bool), cat,
-                               torch.as_tensor(column_orderings(d, n_estimators)))  # as TabClustPFN does
-    member_probs = out.probs.double().numpy()
-    posteriors = torch.softmax(out.k_logits.double(), dim=-1).numpy()
+    member_probs, posteriors = infer_members(net, task.X, task.categorical, n_estimators)  # as TabClustPFN does
     probs, posterior, _ = combine_members(member_probs, posteriors)
     scores = task_scores(probs, np.log(np.maximum(posterior, 1e-300)), task.y, int(task.n_clusters), rule,
                          members=(member_probs, posteriors))

@@ -9,7 +9,7 @@ import torch
 
 from model.cin_refit import CardinalityRecords, collect_records, fit_cin, member_posteriors, select_from_records, \
     summarize, task_record
-from model.ensemble import column_orderings, combine_members
+from model.ensemble import combine_members, infer_members
 from model.selection import select_k
 from priors import PriorConfig, sample_dataset
 from tests.model.conftest import make_tiny_net
@@ -29,15 +29,7 @@ def test_record_fingerprints_give_the_networks_posterior_and_the_rule_picks_the_
         again = member_posteriors(net.cin, rec["fingerprints"][None])[0]
         np.testing.assert_allclose(again, rec["posteriors"], atol=1e-6)
         # the replayed expected-ARI rule chooses what select_k chooses on the full outputs
-        n, d = task.X.shape
-        cat = torch.zeros(1, d, dtype=torch.bool)
-        cat[0, list(task.categorical)] = True
-        with torch.no_grad():
-            out, _ = net.infer_context(torch.as_tensor(task.X)[None], torch.ones(1, n, dtype=torch.bool),
-                                       torch.ones(1, d, dtype=torch.bool), cat,
-                                       torch.as_tensor(column_orderings(d, 4)))
-        member_probs = out.probs.double().numpy()
-        posteriors = torch.softmax(out.k_logits.double(), -1).numpy()
+        member_probs, posteriors = infer_members(net, task.X, task.categorical, 4)
         probs, posterior, _ = combine_members(member_probs, posteriors)
         k, _ = select_k(probs, posterior, k_hi=10, members=(member_probs, posteriors))
         records = CardinalityRecords(rec["fingerprints"][None], np.array([task.n_clusters]), rec["cross"][None],
@@ -116,15 +108,7 @@ def test_members_that_do_not_divide_the_orderings_weigh_as_in_the_estimator():
     for seed in (22, 29, 39, 48):  # 2-column tables on which equal slot weights chose another K
         task = sample_dataset(seed, config=SMALL)
         assert task.X.shape[1] == 2
-        n, d = task.X.shape
-        cat = torch.zeros(1, d, dtype=torch.bool)
-        cat[0, list(task.categorical)] = True
-        with torch.no_grad():
-            out, _ = net.infer_context(torch.as_tensor(task.X)[None], torch.ones(1, n, dtype=torch.bool),
-                                       torch.ones(1, d, dtype=torch.bool), cat,
-                                       torch.as_tensor(column_orderings(d, 3)))
-        member_probs = out.probs.double().numpy()
-        posteriors = torch.softmax(out.k_logits.double(), -1).numpy()
+        member_probs, posteriors = infer_members(net, task.X, task.categorical, 3)
         probs, posterior, _ = combine_members(member_probs, posteriors)
         k, _ = select_k(probs, posterior, k_hi=10, members=(member_probs, posteriors))
         records = collect_records(net, [task], n_estimators=3)

@@ -12,7 +12,7 @@ import torch
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from model.cin_refit import CardinalityRecords
-from pipeline.cin_refit import RefitConfig, _recorded_chunks, _save_chunk, refit_cin
+from pipeline.cin_refit import RefitConfig, _recorded_chunks, refit_cin
 from pipeline.config import seeds_used
 from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
@@ -100,7 +100,7 @@ def test_a_rerun_recomputes_chunks_of_another_length_and_unreadable_ones(tmp_pat
     first = _cfg(tiny_checkpoint, tmp_path, None, tasks=9)  # chunks of 4, 4 and 1 tables
     files = [tmp_path / f"chunk-{c:05d}.npz" for c in range(3)]
     for c, f in enumerate(files):
-        _save_chunk(_fake_chunk(first.seeds(c)), f)
+        _fake_chunk(first.seeds(c)).save(f)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f.name for f in files]  # no temporary file left
     assert sorted(_recorded_chunks(first, files)) == [0, 1, 2]
     more = _cfg(tiny_checkpoint, tmp_path, None, tasks=12)  # same manifest, but chunk 2 now has 4 tables
