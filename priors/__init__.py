@@ -10,7 +10,8 @@ generates the data, z-normalises the continuous columns and permutes the feature
 
 Modules: :mod:`priors.config` (every range and probability), :mod:`priors.overlap` (exact MixSim overlaps),
 :mod:`priors.gmm` (MixSim-style mixtures with a target Omega_max), :mod:`priors.zeus` (ZEUS with a random
-iResNet and categorical columns), :mod:`priors.sample` (the dataset level), :mod:`priors.plotting` (grids of
+iResNet and categorical columns), :mod:`priors.sample` (the dataset level), :mod:`priors.nuisance` (noise
+columns and contaminated rows, off by default), :mod:`priors.plotting` (grids of
 2-D datasets; imports matplotlib only when called).
 
 The numerical routines are single-threaded numpy; run them with a single-threaded BLAS
@@ -19,12 +20,13 @@ The numerical routines are single-threaded numpy; run them with a single-threade
 
 from __future__ import annotations
 
-from priors.config import GMMConfig, PriorConfig, ZeusConfig
+from priors.config import GMMConfig, NuisanceConfig, PriorConfig, ZeusConfig
 from priors.overlap import pairwise_overlap
 from priors.sample import PriorDataset, TaskSpec, sample_dataset, sample_task_spec, spec_for_seed
 
 __all__ = [
     "GMMConfig",
+    "NuisanceConfig",
     "PriorConfig",
     "PriorDataset",
     "TaskSpec",

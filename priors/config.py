@@ -10,7 +10,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
-__all__ = ["GMMConfig", "ZeusConfig", "PriorConfig"]
+__all__ = ["GMMConfig", "ZeusConfig", "NuisanceConfig", "PriorConfig"]
 
 
 def _check_range(name: str, value: tuple, low: float | None = None, *, integer: bool = False) -> None:
@@ -179,6 +179,46 @@ class ZeusConfig:
 
 
 @dataclass(frozen=True)
+class NuisanceConfig:
+    """Noise columns and contaminated rows (:mod:`priors.nuisance`): not in the paper, off by default.
+
+    Attributes
+    ----------
+    p_noise_features : float
+        P(a table with D >= 3 has noise columns); 0 turns them off.
+    noise_fraction : tuple of float
+        Their share of the table's D columns ~ U(noise_fraction), rounded, at least 1, and at most D - 2.
+    p_contamination : float
+        P(a table has contaminated rows); 0 turns them off.
+    contamination_fraction : tuple of float
+        Their share of the N rows ~ U(contamination_fraction) (at least one row).
+    contamination_scale : tuple of float
+        Each contaminated row's distance from its cluster's centre is multiplied by lambda ~ U(this).
+    """
+
+    p_noise_features: float = 0.0
+    noise_fraction: tuple[float, float] = (0.1, 0.5)
+    p_contamination: float = 0.0
+    contamination_fraction: tuple[float, float] = (0.005, 0.05)
+    contamination_scale: tuple[float, float] = (3.0, 8.0)
+
+    def __post_init__(self) -> None:
+        _check_probability("p_noise_features", self.p_noise_features)
+        _check_probability("p_contamination", self.p_contamination)
+        _check_range("noise_fraction", self.noise_fraction, 0.0)
+        if not (0.0 < self.noise_fraction[0] and self.noise_fraction[1] < 1.0):
+            raise ValueError(f"noise_fraction must lie in (0, 1), got {self.noise_fraction}")
+        _check_range("contamination_fraction", self.contamination_fraction, 0.0)
+        if not (0.0 < self.contamination_fraction[0] and self.contamination_fraction[1] <= 0.5):
+            raise ValueError(f"contamination_fraction must lie in (0, 0.5], got {self.contamination_fraction}")
+        _check_range("contamination_scale", self.contamination_scale, 1.0)
+
+    @property
+    def enabled(self) -> bool:
+        return self.p_noise_features > 0.0 or self.p_contamination > 0.0
+
+
+@dataclass(frozen=True)
 class PriorConfig:
     """Dataset-level distribution of the pretraining prior (paper Sec. 3.1 and App. A.1).
 
@@ -199,6 +239,8 @@ class PriorConfig:
         Every cluster gets at least this many rows (rows move from the largest cluster when a draw falls short).
     gmm, zeus : GMMConfig, ZeusConfig
         The two mechanisms.
+    nuisance : NuisanceConfig
+        Noise columns and contaminated rows on top of either mechanism (off by default: the paper's prior).
     """
 
     n_rows: tuple[int, int] = (500, 1000)
@@ -209,6 +251,7 @@ class PriorConfig:
     min_cluster_size: int = 5
     gmm: GMMConfig = field(default_factory=GMMConfig)
     zeus: ZeusConfig = field(default_factory=ZeusConfig)
+    nuisance: NuisanceConfig = field(default_factory=NuisanceConfig)
 
     def __post_init__(self) -> None:
         _check_range("n_rows", self.n_rows, 1, integer=True)
@@ -226,3 +269,5 @@ class PriorConfig:
             raise ValueError("zeus.min_cont_features cannot exceed the smallest n_features")
         if not isinstance(self.gmm, GMMConfig) or not isinstance(self.zeus, ZeusConfig):
             raise TypeError("gmm and zeus must be GMMConfig and ZeusConfig instances")
+        if not isinstance(self.nuisance, NuisanceConfig):
+            raise TypeError("nuisance must be a NuisanceConfig instance")

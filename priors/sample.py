@@ -1,4 +1,5 @@
-"""Dataset-level sampling: N, D, K and the mechanism, then one GMM or ZEUS dataset, normalised and permuted."""
+"""Dataset-level sampling: N, D, K and the mechanism, then one GMM or ZEUS dataset, normalised and permuted
+(and, only where the config turns them on, noise columns and contaminated rows: :mod:`priors.nuisance`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from priors._common import standardize
 from priors.config import PriorConfig
 from priors.gmm import sample_gmm
+from priors.nuisance import NuisancePlan, contaminate, noise_columns, nuisance_rng, plan_nuisance
 from priors.zeus import sample_zeus
 
 logger = logging.getLogger(__name__)
@@ -50,7 +52,10 @@ class PriorDataset:
         ``seed``, ``mechanism``, ``n_continuous``; GMM: ``omega_target``, ``omega_achieved``, ``bayes_labels``
         (N,), ``params`` (weights, means, covariances in the coordinates of X), ``spherical``,
         ``homoscedastic``; ZEUS: ``iresnet``, ``n_blocks``, ``lipschitz``, ``cardinalities`` (aligned with
-        ``categorical``). Keys that do not apply to a mechanism hold None.
+        ``categorical``). Keys that do not apply to a mechanism hold None. ``noise_columns`` (indices of X)
+        and ``contaminated_rows`` (sorted row indices) are empty unless ``config.nuisance`` is on; a GMM
+        table with either has ``params`` None (the mixture no longer describes X), and with contaminated
+        rows ``bayes_labels`` None.
     """
 
     X: np.ndarray
@@ -121,26 +126,33 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
     config = _check(seed, kind, config)
     spec = spec_for_seed(seed, "mix", config)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(2)[1])
+    plan, noise_rng = NuisancePlan(), None
+    if config.nuisance.enabled:  # its own stream: the spec and the paper's draws stay those of the seed
+        noise_rng = nuisance_rng(int(seed))
+        plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance)
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:
-            return _assemble(rng, spec, config, int(seed))
+            return _assemble(rng, spec, config, int(seed), plan, noise_rng)
         except ValueError as err:  # a constant or non-finite column: draw again from the same stream
             logger.info("seed %d attempt %d invalid (%s); redrawing", seed, attempt, err)
     raise RuntimeError(f"seed {seed}: {_MAX_ATTEMPTS} draws in a row gave an invalid dataset")
 
 
-def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, seed: int) -> PriorDataset:
-    """Draw one dataset of the spec, normalise and permute it; ValueError when it is not usable."""
+def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, seed: int,
+              plan: NuisancePlan = NuisancePlan(), noise_rng: np.random.Generator | None = None) -> PriorDataset:
+    """Draw one dataset of the spec (its D less the plan's noise columns), add the plan's nuisances, normalise
+    and permute it; ValueError when it is not usable."""
     meta: dict[str, Any] = dict.fromkeys(
         ("omega_target", "omega_achieved", "bayes_labels", "params", "spherical", "homoscedastic",
          "iresnet", "n_blocks", "lipschitz", "cardinalities"),
     )
-    meta.update(seed=seed, mechanism=spec.mechanism)
-    args = (rng, spec.n_rows, spec.n_features, spec.n_clusters)
+    meta.update(seed=seed, mechanism=spec.mechanism, noise_columns=(), contaminated_rows=())
+    d_table = spec.n_features - plan.n_noise  # the paper's table; noise columns fill the rest of D
+    args = (rng, spec.n_rows, d_table, spec.n_clusters)
     if spec.mechanism == "gmm":
         gmm = sample_gmm(*args, config.gmm, config.min_cluster_size)
         x, mean, std = standardize(gmm.x)
-        n_cont, cards = spec.n_features, ()
+        n_cont, cards = d_table, ()
         p = gmm.params
         params = {
             "weights": p.weights,
@@ -164,16 +176,27 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
             n_blocks=zeus.iresnet.n_blocks if zeus.iresnet is not None else 0,
             lipschitz=zeus.iresnet.lipschitz if zeus.iresnet is not None else None,
         )
+    if plan.n_contaminated:
+        x = x.copy()
+        x[:, :n_cont], rows = contaminate(noise_rng, x[:, :n_cont], y, plan.n_contaminated,
+                                          config.nuisance.contamination_scale)
+        meta["contaminated_rows"] = tuple(int(r) for r in rows)
+        meta["bayes_labels"] = None
+    if plan.n_noise:
+        x = np.hstack([x, noise_columns(noise_rng, spec.n_rows, plan.n_noise)])
+    if plan.active:
+        params = None
     perm = rng.permutation(spec.n_features)
     x = x[:, perm].astype(np.float32)
     if not np.isfinite(x).all():
         raise ValueError("non-finite value")
     if np.any(np.ptp(x, axis=0) == 0.0):
         raise ValueError("constant column")
-    is_cat = perm >= n_cont
+    is_cat = (perm >= n_cont) & (perm < d_table)
+    meta["noise_columns"] = tuple(int(i) for i in np.flatnonzero(perm >= d_table))
     categorical = tuple(int(i) for i in np.flatnonzero(is_cat))
     meta["cardinalities"] = tuple(cards[perm[i] - n_cont] for i in categorical) if cards else ()
-    meta["n_continuous"] = n_cont
+    meta["n_continuous"] = n_cont + plan.n_noise  # noise columns are numeric
     if params is not None:
         params["means"] = params["means"][:, perm]
         params["covariances"] = params["covariances"][:, perm][:, :, perm]

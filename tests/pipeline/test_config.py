@@ -37,6 +37,19 @@ def test_overrides_from_strings_and_dicts_are_typed_and_validated():
         apply_overrides(cfg, {"num_workers": 3})
 
 
+
+def test_the_priors_nuisances_are_set_from_the_command_line_and_reach_every_steps_prior():
+    from pipeline.prior_stream import step_prior_config
+
+    cfg = apply_overrides(train_preset("tiny"), ["stream.prior.nuisance.p_noise_features=0.3",
+                                                 "stream.prior.nuisance.contamination_scale=[2, 4]"])
+    nuisance = cfg.stream.prior.nuisance
+    assert nuisance.p_noise_features == 0.3 and nuisance.contamination_scale == (2.0, 4.0)
+    assert config_from_dict(TrainConfig, json.loads(json.dumps(config_to_dict(cfg)))) == cfg
+    assert step_prior_config(cfg.stream, run_seed=3, step=5).nuisance == nuisance
+    with pytest.raises(ValueError, match="p_contamination"):
+        apply_overrides(cfg, ["stream.prior.nuisance.p_contamination=2"])
+
 def test_flat_params_name_every_leaf():
     flat = flatten(config_to_dict(train_preset("small")))
     assert {"max_steps", "optim.lr", "model.col_dim", "stream.prior.n_rows", "stream.prior.gmm.omega_min"} <= set(flat)

@@ -1,0 +1,105 @@
+"""Nuisances of real tables that the paper's prior lacks: irrelevant columns and contaminated rows.
+
+Off by default (:class:`priors.config.NuisanceConfig`), so the default prior stays the paper's, draw for draw.
+When on, the prior is a documented superset of the paper's: every table it can draw without nuisances is still
+drawn, and some tables also get
+
+* **noise columns**: ``m`` of the table's D columns (D as the paper samples it) carry no cluster information:
+  each is independent of the rows' clusters, drawn from one of four families (Gaussian, uniform, log-normal,
+  discrete with 2-6 levels), then z-normalised like every continuous column. The other D - m columns are the
+  paper's GMM or ZEUS table (at least 2 of them);
+* **contaminated rows**: a fraction of the rows keep their cluster but lie far out in its direction: each
+  continuous part of such a row moves from its cluster's centre by a factor ``lambda`` (Tukey's contaminated
+  model, scaled: ``x <- c + lambda (x - c)``), and the continuous columns are z-normalised again afterwards, as
+  the estimator would.
+
+Why: on 100 held-out tables of the paper's prior (seeds 900000-900099), the shipped network lost 0.32 of median
+ARI when 2 % of the rows were replaced by heavy-tailed noise and 0.25 when D/2 irrelevant columns were added,
+where KMeans with silhouette lost 0.09 and 0.03 (``benchmarks/robustness.py``). Both nuisances are common in
+real tables. The decisions (which tables, how many columns and rows) come from a random stream of their own
+(``spawn_key=(2,)`` of the seed), so turning them on does not change the N, D, K and mechanism of any seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from priors._common import standardize
+from priors.config import NuisanceConfig
+
+__all__ = ["NuisancePlan", "plan_nuisance", "noise_columns", "contaminate", "NOISE_FAMILIES"]
+
+NOISE_FAMILIES = ("gaussian", "uniform", "lognormal", "discrete")
+_MIN_INFORMATIVE = 2  # columns of the paper's table that a table with noise columns keeps
+
+
+@dataclass(frozen=True)
+class NuisancePlan:
+    """What one table gets: ``n_noise`` noise columns (of its D) and ``n_contaminated`` contaminated rows."""
+
+    n_noise: int = 0
+    n_contaminated: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.n_noise > 0 or self.n_contaminated > 0
+
+
+def nuisance_rng(seed: int) -> np.random.Generator:
+    """The stream of a seed's nuisance draws, apart from the streams of its spec and its data."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(2,)))
+
+
+def plan_nuisance(rng: np.random.Generator, n_rows: int, n_features: int, cfg: NuisanceConfig) -> NuisancePlan:
+    """Draw whether the table gets noise columns and contaminated rows, and how many.
+
+    Always consumes the same random numbers, whatever the table's size, so one seed's plan depends only on the
+    seed and the config. Noise columns need D >= 3 (2 informative columns stay)."""
+    u_noise, frac_noise, u_cont, frac_cont = rng.random(4)
+    n_noise = 0
+    if u_noise < cfg.p_noise_features and n_features > _MIN_INFORMATIVE:
+        lo, hi = cfg.noise_fraction
+        share = lo + (hi - lo) * frac_noise
+        n_noise = int(np.clip(round(share * n_features), 1, n_features - _MIN_INFORMATIVE))
+    n_cont = 0
+    if u_cont < cfg.p_contamination:
+        lo, hi = cfg.contamination_fraction
+        n_cont = max(1, int(round((lo + (hi - lo) * frac_cont) * n_rows)))
+    return NuisancePlan(n_noise, n_cont)
+
+
+def noise_columns(rng: np.random.Generator, n_rows: int, n_columns: int) -> np.ndarray:
+    """(N, m) z-normalised columns independent of everything else, each of a family drawn uniformly from
+    :data:`NOISE_FAMILIES`; a discrete draw that came out constant becomes Gaussian."""
+    out = np.empty((n_rows, n_columns))
+    for j in range(n_columns):
+        family = NOISE_FAMILIES[int(rng.integers(len(NOISE_FAMILIES)))]
+        if family == "gaussian":
+            col = rng.standard_normal(n_rows)
+        elif family == "uniform":
+            col = rng.uniform(-1.0, 1.0, n_rows)
+        elif family == "lognormal":
+            col = np.exp(rng.uniform(0.5, 1.5) * rng.standard_normal(n_rows))
+        else:
+            levels = int(rng.integers(2, 7))
+            col = rng.choice(levels, size=n_rows, p=rng.dirichlet(np.ones(levels))).astype(np.float64)
+            if np.ptp(col) == 0.0:
+                col = rng.standard_normal(n_rows)
+        out[:, j] = standardize(col[:, None])[0][:, 0]
+    return out
+
+
+def contaminate(rng: np.random.Generator, x: np.ndarray, y: np.ndarray, n_rows: int,
+                scale: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Move ``n_rows`` random rows of ``x`` (N, d) away from their cluster's centre (the mean of the cluster's
+    rows) by a factor lambda ~ U(scale) each, then z-normalise the columns again -> (new x, the rows moved,
+    sorted). Labels are unchanged."""
+    rows = np.sort(rng.choice(len(x), size=min(n_rows, len(x)), replace=False))
+    lam = rng.uniform(scale[0], scale[1], size=len(rows))
+    centres = np.stack([x[y == c].mean(axis=0) for c in range(int(y.max()) + 1)])
+    moved = x.copy()
+    c = centres[y[rows]]
+    moved[rows] = c + lam[:, None] * (x[rows] - c)
+    return standardize(moved)[0], rows

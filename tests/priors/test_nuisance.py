@@ -1,0 +1,120 @@
+"""priors.nuisance: noise columns and contaminated rows on top of the paper's prior (off by default)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from priors import PriorConfig, sample_dataset, spec_for_seed
+from priors.config import NuisanceConfig
+from priors.nuisance import noise_columns, plan_nuisance
+
+SMALL = replace(PriorConfig(), n_rows=(200, 300), n_features=(4, 12))
+NOISE = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=1.0))
+CONTAMINATED = replace(SMALL, nuisance=NuisanceConfig(p_contamination=1.0, contamination_fraction=(0.05, 0.05)))
+
+
+def _numeric(ds) -> list[int]:
+    return [j for j in range(ds.X.shape[1]) if j not in ds.categorical]
+
+
+def test_off_by_default_and_zero_probabilities_give_the_papers_draws():
+    assert not PriorConfig().nuisance.enabled
+    zero = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=0.0, p_contamination=0.0))
+    for seed in range(5):
+        a, b = sample_dataset(seed, config=SMALL), sample_dataset(seed, config=zero)
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.y, b.y)
+        assert b.meta["noise_columns"] == () and b.meta["contaminated_rows"] == ()
+
+
+@pytest.mark.parametrize("config", [NOISE, CONTAMINATED], ids=["noise", "contaminated"])
+def test_nuisances_keep_each_seeds_n_d_k_and_mechanism(config):
+    for seed in range(8):
+        plain, spec = sample_dataset(seed, config=SMALL), spec_for_seed(seed, config=SMALL)
+        ds = sample_dataset(seed, config=config)
+        assert ds.X.shape == plain.X.shape == (spec.n_rows, spec.n_features)
+        assert ds.n_clusters == spec.n_clusters and ds.meta["mechanism"] == spec.mechanism
+        assert np.array_equal(np.unique(ds.y), np.arange(spec.n_clusters))
+
+
+def test_noise_columns_are_numeric_normalised_and_carry_no_cluster_information():
+    for seed in range(12):
+        ds = sample_dataset(seed, config=NOISE)
+        noise = list(ds.meta["noise_columns"])
+        d = ds.X.shape[1]
+        assert 1 <= len(noise) <= d - 2  # two columns of the paper's table stay
+        assert not set(noise) & set(ds.categorical)
+        assert ds.meta["n_continuous"] == d - len(ds.categorical)
+        assert ds.meta["params"] is None  # the GMM's mixture no longer describes X
+        cols = ds.X[:, noise].astype(np.float64)
+        np.testing.assert_allclose(cols.mean(0), 0.0, atol=1e-5)
+        np.testing.assert_allclose(cols.std(0), 1.0, atol=1e-4)
+        # share of each noise column's variance between clusters: ~ (K - 1) / N for columns unrelated to y
+        means = np.stack([cols[ds.y == c].mean(0) for c in range(ds.n_clusters)])
+        sizes = np.bincount(ds.y)[:, None]
+        between = (sizes * means**2).sum(0) / len(ds.y)
+        assert between.max() < 0.15, (seed, between)
+
+
+def test_noise_families_all_occur_and_discrete_columns_take_few_levels():
+    rng = np.random.default_rng(0)
+    cols = noise_columns(rng, 300, 200)
+    levels = np.array([len(np.unique(c)) for c in cols.T])
+    assert np.all(np.isfinite(cols)) and np.all(levels >= 2)
+    assert np.sum(levels <= 6) > 20  # the discrete family: 2-6 levels
+    skew = ((cols**3).mean(0))
+    assert np.sum(skew > 1.0) > 20  # the log-normal family is right-skewed; the others are not
+
+
+def test_contaminated_rows_keep_their_cluster_and_move_out_from_its_centre():
+    cfg = CONTAMINATED.nuisance
+    for seed in range(6):
+        plain, ds = sample_dataset(seed, config=SMALL), sample_dataset(seed, config=CONTAMINATED)
+        np.testing.assert_array_equal(ds.y, plain.y)
+        rows = np.array(ds.meta["contaminated_rows"])
+        assert len(rows) == round(0.05 * len(ds.y))
+        num = _numeric(ds)
+        x0, x1 = plain.X[:, num].astype(np.float64), ds.X[:, num].astype(np.float64)
+        # the other rows are only re-normalised: one affine map per column takes the paper's values to these
+        keep = np.setdiff1d(np.arange(len(ds.y)), rows)
+        scale = x1[keep].std(0) / x0[keep].std(0)
+        shift = x1[keep].mean(0) - scale * x0[keep].mean(0)
+        np.testing.assert_allclose(x1[keep], scale * x0[keep] + shift, atol=1e-4)
+        back = (x1[rows] - shift) / scale  # the moved rows in the paper's coordinates
+        centres = np.stack([x0[ds.y == c].mean(0) for c in range(ds.n_clusters)])[ds.y[rows]]
+        ratio = np.linalg.norm(back - centres, axis=1) / np.linalg.norm(x0[rows] - centres, axis=1)
+        lo, hi = cfg.contamination_scale
+        assert np.all((ratio > lo - 1e-3) & (ratio < hi + 1e-3)), ratio
+        assert ds.meta["bayes_labels"] is None
+
+
+def test_plan_draws_within_its_ranges_and_noise_needs_three_columns():
+    cfg = NuisanceConfig(p_noise_features=1.0, noise_fraction=(0.2, 0.4), p_contamination=1.0,
+                         contamination_fraction=(0.01, 0.02))
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        plan = plan_nuisance(rng, 1000, 40, cfg)
+        assert 8 <= plan.n_noise <= 16 and 10 <= plan.n_contaminated <= 20
+    assert plan_nuisance(rng, 1000, 2, cfg).n_noise == 0
+    half = NuisanceConfig(p_noise_features=0.5)
+    share = np.mean([plan_nuisance(rng, 500, 20, half).n_noise > 0 for _ in range(2000)])
+    assert 0.45 < share < 0.55
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"p_noise_features": 1.5}, "p_noise_features"),
+    ({"p_contamination": -0.1}, "p_contamination"),
+    ({"noise_fraction": (0.0, 0.5)}, "noise_fraction"),
+    ({"noise_fraction": (0.2, 1.0)}, "noise_fraction"),
+    ({"contamination_fraction": (0.01, 0.6)}, "contamination_fraction"),
+    ({"contamination_scale": (0.5, 2.0)}, "contamination_scale"),
+])
+def test_bad_nuisance_settings_are_refused_naming_the_field(change, match):
+    with pytest.raises(ValueError, match=match):
+        NuisanceConfig(**change)
+    with pytest.raises(TypeError, match="nuisance"):
+        PriorConfig(nuisance={"p_contamination": 0.5})  # type: ignore[arg-type]
+
