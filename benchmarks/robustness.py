@@ -16,8 +16,8 @@ Held-out tasks of the paper's prior (the validation seeds, N 500-1000, both mech
 These are not the nuisances that ``priors.nuisance`` can add to the training prior (contaminated rows that keep
 their cluster; Gaussian, uniform, log-normal and discrete noise columns), so a network trained with those is
 measured on cases it has not seen. For every method (each checkpoint with the estimator's defaults, and the peer
-KMeans+ of ``jobs/evaluate.py``: KMeans for K = 2..10 on z-normalised numeric plus one-hot categorical columns,
-the best silhouette kept) and perturbation it prints the median and mean ARI with K inferred, the mean |K^ - K|,
+KMeans+ of ``jobs/evaluate.py``: KMeans for K = 2..10 on z-normalised numeric plus 0/1 one-hot categorical
+columns, the best silhouette kept) and perturbation it prints the median and mean ARI with K inferred, the mean |K^ - K|,
 and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also compared with
 the first, task by task, on each perturbation.
 
@@ -107,11 +107,14 @@ def frame(X: np.ndarray, categorical: tuple) -> pd.DataFrame:
 
 
 def peer_matrix(X: np.ndarray, categorical: tuple) -> np.ndarray:
-    """KMeans+'s input, as ``jobs/evaluate.py`` builds it: z-normalised numeric and one-hot categorical columns."""
-    df = frame(X, categorical)
-    cats = [f"x{j}" for j in categorical]
-    M = (pd.get_dummies(df, columns=cats, dtype=np.float64) if cats else df).to_numpy(np.float64)
-    return (M - M.mean(0)) / np.where(M.std(0) > 0, M.std(0), 1.0)
+    """KMeans+'s input as ``jobs/evaluate.py`` builds it (``preprocess_table``, then ``baseline_matrix``): numeric
+    columns z-normalised, categorical ones one-hot encoded as 0/1."""
+    num = _numeric(categorical, X.shape[1])
+    Z = X[:, num].astype(np.float64)
+    std = Z.std(0)
+    parts = [(Z - Z.mean(0)) / np.where(std > 0, std, 1.0)]
+    parts += [pd.get_dummies(np.round(X[:, j]).astype(int), dtype=np.float64).to_numpy() for j in categorical]
+    return np.column_stack(parts)
 
 
 def perturbed(task: PriorDataset, name: str, seed: int) -> tuple[np.ndarray, tuple]:

@@ -193,7 +193,8 @@ class NuisanceConfig:
     contamination_fraction : tuple of float
         Their share of the N rows ~ U(contamination_fraction) (at least one row).
     contamination_scale : tuple of float
-        Each contaminated row's distance from its cluster's centre is multiplied by lambda ~ U(this).
+        Each contaminated row's distance from its cluster's centre is multiplied by lambda ~ U(this); low >= 1,
+        1 < high <= 1000.
     """
 
     p_noise_features: float = 0.0
@@ -212,6 +213,9 @@ class NuisanceConfig:
         if not (0.0 < self.contamination_fraction[0] and self.contamination_fraction[1] <= 0.5):
             raise ValueError(f"contamination_fraction must lie in (0, 0.5], got {self.contamination_fraction}")
         _check_range("contamination_scale", self.contamination_scale, 1.0)
+        if not (self.contamination_scale[1] > 1.0 and self.contamination_scale[1] <= 1e3):
+            raise ValueError(f"contamination_scale must reach above 1 (rows must move) and stay <= 1e3, got "
+                             f"{self.contamination_scale}")
 
     @property
     def enabled(self) -> bool:

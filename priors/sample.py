@@ -129,7 +129,8 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
     plan, noise_rng = NuisancePlan(), None
     if config.nuisance.enabled:  # its own stream: the spec and the paper's draws stay those of the seed
         noise_rng = nuisance_rng(int(seed))
-        plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance)
+        keep = config.zeus.min_cont_features if spec.mechanism == "zeus" else 2  # what the mechanism needs
+        plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance, min_informative=keep)
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:
             return _assemble(rng, spec, config, int(seed), plan, noise_rng)
@@ -181,7 +182,8 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
         x[:, :n_cont], rows = contaminate(noise_rng, x[:, :n_cont], y, plan.n_contaminated,
                                           config.nuisance.contamination_scale)
         meta["contaminated_rows"] = tuple(int(r) for r in rows)
-        meta["bayes_labels"] = None
+        if len(rows):
+            meta["bayes_labels"] = None
     if plan.n_noise:
         x = np.hstack([x, noise_columns(noise_rng, spec.n_rows, plan.n_noise)])
     if plan.active:

@@ -46,12 +46,14 @@ def test_heavy_tails_keep_each_numeric_columns_order_and_stretch_its_tails(table
         assert np.abs(Y[:, j]).max() == pytest.approx(np.abs(z).max() ** 1.5)
 
 
-def test_the_peers_matrix_one_hot_encodes_categories_and_is_z_normalised(table):
+def test_the_peers_matrix_is_the_evaluations_z_normalised_numbers_and_0_1_one_hot_categories(table):
     X, cat = table
     M = peer_matrix(X, cat)
     assert M.shape == (400, 5 + 3)
-    np.testing.assert_allclose(M.mean(0), 0.0, atol=1e-12)
-    np.testing.assert_allclose(M.std(0), 1.0)
+    np.testing.assert_allclose(M[:, :5].mean(0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(M[:, :5].std(0), 1.0)
+    assert set(np.unique(M[:, 5:])) == {0.0, 1.0} and np.all(M[:, 5:].sum(1) == 1.0)
+    np.testing.assert_array_equal(M[:, 5:].argmax(1), X[:, 4])
 
 
 def test_a_small_run_scores_every_method_and_perturbation_and_reports_the_drops(capsys):

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from priors import PriorConfig, sample_dataset, spec_for_seed
+from priors import PriorConfig, ZeusConfig, sample_dataset, spec_for_seed
 from priors.config import NuisanceConfig
-from priors.nuisance import noise_columns, plan_nuisance
+from priors.nuisance import noise_columns, nuisance_rng, plan_nuisance
 
 SMALL = replace(PriorConfig(), n_rows=(200, 300), n_features=(4, 12))
 NOISE = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=1.0))
@@ -28,6 +28,23 @@ def test_off_by_default_and_zero_probabilities_give_the_papers_draws():
         np.testing.assert_array_equal(a.X, b.X)
         np.testing.assert_array_equal(a.y, b.y)
         assert b.meta["noise_columns"] == () and b.meta["contaminated_rows"] == ()
+
+
+def test_with_nuisances_on_a_table_whose_plan_draws_none_is_the_papers_table():
+    some = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=0.3, p_contamination=0.3))
+    inactive = 0
+    for seed in range(40):
+        plan = plan_nuisance(nuisance_rng(seed), 1, 1, some.nuisance)  # the draws that decide: N and D aside
+        ds = sample_dataset(seed, config=some)
+        if ds.meta["noise_columns"] or ds.meta["contaminated_rows"]:
+            continue
+        assert plan.n_contaminated == 0
+        inactive += 1
+        paper = sample_dataset(seed, config=SMALL)
+        np.testing.assert_array_equal(ds.X, paper.X)
+        np.testing.assert_array_equal(ds.y, paper.y)
+        assert ds.categorical == paper.categorical
+    assert 10 < inactive < 30  # about 0.7 * 0.7 of the seeds
 
 
 @pytest.mark.parametrize("config", [NOISE, CONTAMINATED], ids=["noise", "contaminated"])
@@ -60,13 +77,41 @@ def test_noise_columns_are_numeric_normalised_and_carry_no_cluster_information()
 
 
 def test_noise_families_all_occur_and_discrete_columns_take_few_levels():
-    rng = np.random.default_rng(0)
-    cols = noise_columns(rng, 300, 200)
+    cols = noise_columns(np.random.default_rng(0), 2000, 200)
+    assert np.all(np.isfinite(cols))
     levels = np.array([len(np.unique(c)) for c in cols.T])
-    assert np.all(np.isfinite(cols)) and np.all(levels >= 2)
-    assert np.sum(levels <= 6) > 20  # the discrete family: 2-6 levels
-    skew = ((cols**3).mean(0))
-    assert np.sum(skew > 1.0) > 20  # the log-normal family is right-skewed; the others are not
+    skew, kurtosis = (cols**3).mean(0), (cols**4).mean(0)
+    discrete = levels <= 6
+    lognormal = ~discrete & (skew > 1.0)
+    uniform = ~discrete & ~lognormal & (kurtosis < 2.2)  # 1.8 for a uniform, 3 for a Gaussian
+    gaussian = ~discrete & ~lognormal & (np.abs(kurtosis - 3.0) < 0.5) & (np.abs(skew) < 0.3)
+    assert np.all(levels >= 2)
+    for family in (discrete, lognormal, uniform, gaussian):
+        assert 30 < family.sum() < 70  # a quarter of 200 each
+    assert (discrete | lognormal | uniform | gaussian).all()
+
+
+def test_noise_columns_keep_zeus_categorical_columns_and_their_cardinalities_aligned():
+    zeus = replace(NOISE, n_features=(8, 16))
+    seen = 0
+    for seed in range(30):
+        ds = sample_dataset(seed, kind="zeus", config=zeus)
+        if not ds.categorical:
+            continue
+        seen += 1
+        assert len(ds.meta["cardinalities"]) == len(ds.categorical)
+        for j, card in zip(ds.categorical, ds.meta["cardinalities"]):
+            codes = ds.X[:, j]
+            assert np.array_equal(codes, np.round(codes)) and codes.min() >= 0 and codes.max() < card
+    assert seen >= 10
+
+
+def test_a_zeus_table_keeps_the_continuous_columns_its_mechanism_needs():
+    cfg = replace(PriorConfig(), n_rows=(100, 120), n_features=(4, 6), zeus=ZeusConfig(min_cont_features=4),
+                  nuisance=NuisanceConfig(p_noise_features=1.0, noise_fraction=(0.4, 0.5)))
+    for seed in range(10):
+        ds = sample_dataset(seed, kind="zeus", config=cfg)
+        assert ds.X.shape[1] - len(ds.meta["noise_columns"]) >= 4
 
 
 def test_contaminated_rows_keep_their_cluster_and_move_out_from_its_centre():
@@ -89,6 +134,21 @@ def test_contaminated_rows_keep_their_cluster_and_move_out_from_its_centre():
         lo, hi = cfg.contamination_scale
         assert np.all((ratio > lo - 1e-3) & (ratio < hi + 1e-3)), ratio
         assert ds.meta["bayes_labels"] is None
+        # the numeric columns are normalised again; categorical codes are untouched
+        np.testing.assert_allclose(x1.mean(0), 0.0, atol=1e-5)
+        np.testing.assert_allclose(x1.std(0), 1.0, atol=1e-4)
+        cat = list(ds.categorical)
+        np.testing.assert_array_equal(ds.X[:, cat], plain.X[:, cat])
+
+
+def test_rows_of_a_one_row_cluster_are_never_picked_to_move():
+    cfg = replace(PriorConfig(), n_rows=(10, 10), n_features=(3, 3), n_clusters=(10, 10), min_cluster_size=1,
+                  nuisance=NuisanceConfig(p_contamination=1.0, contamination_fraction=(0.5, 0.5)))
+    for seed in range(5):
+        ds = sample_dataset(seed, kind="gmm", config=cfg)
+        assert ds.meta["contaminated_rows"] == ()  # ten clusters of one row: nothing can move
+        np.testing.assert_array_equal(ds.X, sample_dataset(seed, kind="gmm", config=replace(
+            cfg, nuisance=NuisanceConfig())).X)
 
 
 def test_plan_draws_within_its_ranges_and_noise_needs_three_columns():
@@ -99,6 +159,8 @@ def test_plan_draws_within_its_ranges_and_noise_needs_three_columns():
         plan = plan_nuisance(rng, 1000, 40, cfg)
         assert 8 <= plan.n_noise <= 16 and 10 <= plan.n_contaminated <= 20
     assert plan_nuisance(rng, 1000, 2, cfg).n_noise == 0
+    assert plan_nuisance(np.random.default_rng(1), 1000, 5, cfg, min_informative=5).n_noise == 0
+    assert plan_nuisance(np.random.default_rng(1), 1000, 40, cfg, min_informative=36).n_noise == 4
     half = NuisanceConfig(p_noise_features=0.5)
     share = np.mean([plan_nuisance(rng, 500, 20, half).n_noise > 0 for _ in range(2000)])
     assert 0.45 < share < 0.55
@@ -111,6 +173,8 @@ def test_plan_draws_within_its_ranges_and_noise_needs_three_columns():
     ({"noise_fraction": (0.2, 1.0)}, "noise_fraction"),
     ({"contamination_fraction": (0.01, 0.6)}, "contamination_fraction"),
     ({"contamination_scale": (0.5, 2.0)}, "contamination_scale"),
+    ({"contamination_scale": (1.0, 1.0)}, "contamination_scale"),
+    ({"contamination_scale": (3.0, 1e300)}, "contamination_scale"),
 ])
 def test_bad_nuisance_settings_are_refused_naming_the_field(change, match):
     with pytest.raises(ValueError, match=match):
