@@ -17,8 +17,8 @@ These are not the nuisances that ``priors.nuisance`` can add to the training pri
 their cluster; Gaussian, uniform, log-normal and discrete noise columns), so a network trained with those is
 measured on cases it has not seen. For every method (each checkpoint with the estimator's defaults, and the peer
 KMeans+ of ``jobs/evaluate.py``: KMeans for K = 2..10 on z-normalised numeric plus 0/1 one-hot categorical
-columns, the best silhouette kept) and perturbation it prints the median and mean ARI with K inferred, the mean |K^ - K|,
-and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also compared with
+columns, the best silhouette kept) and perturbation it prints the median and mean ARI with K inferred, the mean
+|K^ - K|, and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also compared with
 the first, task by task, on each perturbation.
 
 Session 15, 100 tasks (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt runs/nuis-soup/model.pt
@@ -57,6 +57,7 @@ from sklearn.metrics import adjusted_rand_score  # noqa: E402
 from model.estimator import TabClustPFN  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.methods import silhouette_select  # noqa: E402
+from pipeline.evaluation.suites import EvalDataset, preprocess_table, prior_frame  # noqa: E402
 from priors import PriorDataset  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
@@ -100,23 +101,11 @@ PERTURBATIONS: dict[str, Callable | None] = {
 }
 
 
-def frame(X: np.ndarray, categorical: tuple) -> pd.DataFrame:
-    """The table as a user would hand it over: categorical codes as ``category`` columns."""
-    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
-    for j in categorical:
-        df[f"x{j}"] = df[f"x{j}"].round().astype(int).astype("category")
-    return df
-
-
 def peer_matrix(X: np.ndarray, categorical: tuple) -> np.ndarray:
-    """KMeans+'s input as ``jobs/evaluate.py`` builds it (``preprocess_table``, then ``baseline_matrix``): numeric
-    columns z-normalised, categorical ones one-hot encoded as 0/1."""
-    num = _numeric(categorical, X.shape[1])
-    Z = X[:, num].astype(np.float64)
-    std = Z.std(0)
-    parts = [(Z - Z.mean(0)) / np.where(std > 0, std, 1.0)]
-    parts += [pd.get_dummies(np.round(X[:, j]).astype(int), dtype=np.float64).to_numpy() for j in categorical]
-    return np.column_stack(parts)
+    """KMeans+'s input, built by ``jobs/evaluate.py``'s own code (``preprocess_table``, then ``baseline_matrix``):
+    numeric columns z-normalised, categorical ones one-hot encoded as 0/1."""
+    features, _ = preprocess_table(prior_frame(X, categorical))
+    return EvalDataset("peer", "prior", "prior", features, np.zeros(len(X), np.int64), 0).baseline_matrix()
 
 
 def perturbed(task: PriorDataset, name: str, seed: int) -> tuple[np.ndarray, tuple]:
@@ -132,6 +121,8 @@ def run(checkpoints: list[str], n_tasks: int, perturbations: list[str], peer: bo
     """One row per (method, perturbation, task): ``ari``, ``k_pred``, ``k_true``."""
     tasks = fixed_synthetic_tasks(StreamConfig(), n_tasks)
     methods = list(checkpoints) + ([PEER] if peer else [])
+    # one estimator per checkpoint: it keeps its network loaded between fits
+    estimators = {c: TabClustPFN(checkpoint=c, random_state=0) for c in checkpoints}
     rows = []
     for i, task in enumerate(tasks):
         for name in perturbations:
@@ -142,7 +133,7 @@ def run(checkpoints: list[str], n_tasks: int, perturbations: list[str], peer: bo
                     if method == PEER:
                         labels, k = silhouette_select("KMeans", peer_matrix(X, cat), seed=0)
                     else:
-                        est = TabClustPFN(checkpoint=method, random_state=0).fit(frame(X, cat))
+                        est = estimators[method].fit(prior_frame(X, cat))
                         labels, k = est.labels_, est.n_clusters_
                 rows.append({"method": method, "perturbation": name, "task": i,
                              "ari": adjusted_rand_score(task.y, labels), "k_pred": int(k),
