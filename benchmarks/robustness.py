@@ -18,8 +18,8 @@ their cluster; Gaussian, uniform, log-normal and discrete noise columns), so a n
 measured on cases it has not seen. For every method (each checkpoint with the estimator's defaults, and the peer
 KMeans+ of ``jobs/evaluate.py``: KMeans for K = 2..10 on z-normalised numeric plus 0/1 one-hot categorical
 columns, the best silhouette kept) and perturbation it prints the median and mean ARI with K inferred, the mean
-|K^ - K|, and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also compared with
-the first, task by task, on each perturbation.
+|K^ - K|, and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also
+compared with the first, task by task, on each perturbation.
 
 Session 15, 100 tasks (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt runs/nuis-soup/model.pt
 --tasks 100``), median ARI, and the mean drop from clean task by task:
