@@ -9,10 +9,11 @@ against the first table by table (session 9: a checkpoint's synthetic median ros
 table, it gained +0.016 +- 0.023). The same datasets, seed and code path as
 ``jobs/evaluate.py`` (``tune.evaluate.real_rows`` runs ``pipeline.evaluation.methods.run_method`` on any list
 of datasets), in one process, so it is the quick check of whether a new checkpoint is worth the full evaluation.
-``--suite prior`` scores held-out tasks of the paper's prior (N 500-1000, both mechanisms; the validation seeds,
-which no training stream reaches): the set to choose between checkpoints on, since the synthetic and real suites
-are the test sets that the model card reports. It also compares every checkpoint with the first task by task
-(mean difference +- its standard error): use 400 tasks and the paired line, not the medians alone, to choose.
+``--suite prior`` scores held-out tasks of the paper's prior (N 500-1000, or ``--prior-rows LOW HIGH``; both
+mechanisms; the validation seeds, which no training stream reaches): the set to choose between checkpoints on,
+since the synthetic and real suites are the test sets that the model card reports. It also compares every
+checkpoint with the first task by task (mean difference +- its standard error): use 400 tasks and the paired
+line, not the medians alone, to choose.
 ``--k-selection RULE`` (repeatable) scores the inferred K under each of the estimator's rules (default: its
 default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mode``; ``--n-estimators M``
 (repeatable) each number of column orderings (default: the estimator's), e.g. ``--n-estimators 1
@@ -22,6 +23,7 @@ default rule only), e.g. ``--k-selection expected_ari --k-selection posterior_mo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -46,6 +48,9 @@ def main() -> None:
     p.add_argument("--suite", choices=["synthetic", "real", "prior"], action="append",
                    help="default: synthetic and real")
     p.add_argument("--prior-tasks", type=int, default=200, help="held-out prior tasks of --suite prior")
+    p.add_argument("--prior-rows", type=int, nargs=2, default=[500, 1000], metavar=("LOW", "HIGH"),
+                   help="N of the --suite prior tasks (default: %(default)s, the paper's); the same seeds at "
+                        "another N are still held out, e.g. 100 300 for small tables")
     p.add_argument("--k-selection", choices=K_SELECTIONS, action="append", help="default: the estimator's")
     p.add_argument("--n-estimators", type=int, action="append", help="column orderings; default: the estimator's")
     args = p.parse_args()
@@ -53,7 +58,7 @@ def main() -> None:
     suites = {"synthetic": synthetic_suite, "real": real_suite}
     for name in args.suite or ["synthetic", "real"]:
         if name == "prior":
-            compare_on_prior(args.checkpoints, args.prior_tasks, variants)
+            compare_on_prior(args.checkpoints, args.prior_tasks, variants, tuple(args.prior_rows))
             continue
         compare_on_suite(name, suites[name](), args.checkpoints, variants)
 
@@ -63,12 +68,16 @@ def variant_name(ckpt: str, rule: str | None, n_estimators: int | None) -> str:
     return ckpt if not tags else f"{ckpt} [{', '.join(tags)}]"
 
 
-def compare_on_prior(checkpoints: list[str], n_tasks: int, variants: list[tuple]) -> None:
+def compare_on_prior(checkpoints: list[str], n_tasks: int, variants: list[tuple],
+                     n_rows: tuple[int, int] = (500, 1000)) -> None:
     """Median and mean ARI with K inferred / the true K and the mean |K^ - K| on held-out tasks of the paper's
     prior; every later (checkpoint, rule, column orderings) is also compared with the first, task by task (the
-    same tasks). ``variants``: (K rule, orderings) pairs, None for the estimator's default."""
-    tasks = fixed_synthetic_tasks(StreamConfig(), n_tasks)
-    print(f"prior ({n_tasks} held-out tasks, N 500-1000)")
+    same tasks). ``variants``: (K rule, orderings) pairs, None for the estimator's default; ``n_rows``: the
+    tasks' N (the validation seeds, drawn at that N)."""
+    stream = StreamConfig()
+    stream = dataclasses.replace(stream, prior=dataclasses.replace(stream.prior, n_rows=n_rows))
+    tasks = fixed_synthetic_tasks(stream, n_tasks)
+    print(f"prior ({n_tasks} held-out tasks, N {n_rows[0]}-{n_rows[1]})")
     first: tuple[str, np.ndarray] | None = None
     for ckpt in checkpoints:
         net = load_checkpoint(ckpt)[0]

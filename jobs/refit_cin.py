@@ -1,15 +1,17 @@
 """Refit a checkpoint's cardinality network (CIN) to its frozen partition network on fresh prior tables.
 
     python jobs/refit_cin.py                                         # the shipped weights -> runs/cin-refit
-    python jobs/refit_cin.py --checkpoint runs/g7/model.pt --out runs/g7-cin --tasks 8000 --run-seed 201
+    python jobs/refit_cin.py --checkpoint runs/g7/model.pt --out runs/g7-cin --tasks 8000 --run-seed 202
     ray job submit --working-dir . -- python jobs/refit_cin.py --out /shared/runs/cin-refit
 
 The tables are computed as Ray tasks and kept under OUT/records, so a rerun with the same settings (after an
 interruption, or with other --epochs/--lr) only fits again. What it does and why: pipeline/cin_refit.py. The new
 checkpoint is OUT/model.pt; compare it with its parent before shipping it, on held-out prior tasks
-(``benchmarks/compare_checkpoints.py PARENT OUT/model.pt --suite prior --prior-tasks 400``) and then on the full
-evaluation (``jobs/evaluate.py --checkpoint OUT/model.pt``): on the shipped weights a refit gained on the prior
-and lost on the real tables (docs/DESIGN.md, "CIN refit").
+(``benchmarks/compare_checkpoints.py PARENT OUT/model.pt --suite prior --prior-tasks 400``, and with
+``--prior-rows 100 300``) and then on the full evaluation (``jobs/evaluate.py --checkpoint OUT/model.pt``). The
+defaults (10,000 prior tables and 2,500 one-mode ones of N 100-1000, run seed 200) are the recipe of the shipped
+CIN, which ran with ``--run-seed 201`` (docs/DESIGN.md, "CIN refit"); ``--one-mode-tasks 0 --one-mode-val-tasks
+0`` refits on the paper's prior alone.
 Exit status 1 with a message when the checkpoint or the settings are unusable.
 """
 
@@ -43,7 +45,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=d.lr, help="(default: %(default)s)")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="(default: %(default)s)")
     p.add_argument("--n-rows", type=int, nargs=2, default=list(d.n_rows), metavar=("LOW", "HIGH"),
-                   help="table sizes N of the prior (default: %(default)s, the paper's)")
+                   help="table sizes N (default: %(default)s, the contexts the estimator meets)")
+    p.add_argument("--one-mode-tasks", type=int, default=d.one_mode_tasks,
+                   help="one-mode tables (priors.onemode, K = 2) besides the prior's (default: %(default)s)")
+    p.add_argument("--one-mode-val-tasks", type=int, default=d.one_mode_val_tasks,
+                   help="of which held out (default: %(default)s)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray tasks at once (default: the CPUs)")
     p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///mlruns.db)")
     p.add_argument("--run-name", default=None, help="MLflow run name and lineage label (default: the out folder)")
@@ -58,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                           tasks=args.tasks, val_tasks=args.val_tasks, run_seed=args.run_seed,
                           n_estimators=args.n_estimators, chunk_size=args.chunk_size, epochs=args.epochs,
                           lr=args.lr, batch_size=args.batch_size, n_rows=tuple(args.n_rows),
+                          one_mode_tasks=args.one_mode_tasks, one_mode_val_tasks=args.one_mode_val_tasks,
                           num_workers=args.num_workers, tracking_uri=args.tracking_uri, run_name=args.run_name)
         summary = refit_cin(cfg)
     except (CheckpointError, ValueError, FileNotFoundError) as exc:

@@ -10,18 +10,23 @@ Why and what is kept per table: :mod:`model.cin_refit`. The stages:
    task (1 CPU, one torch thread) that runs the frozen network forward, as ``TabClustPFN`` does, and returns its
    records. The driver writes each chunk to ``<out_dir>/records/chunk-NNNNN.npz`` as it arrives, so a rerun with
    the same settings computes only the chunks that are missing; ``records/manifest.json`` says which checkpoint
-   and settings made them, and a rerun with others is refused rather than mixed in.
-2. **Fit.** CIN, starting from the checkpoint's, is trained on the first ``tasks - val_tasks`` tables
-   (:func:`model.cin_refit.fit_cin`); the epoch with the lowest cross-entropy on the last ``val_tasks`` is kept.
-3. **Compare.** Both CINs on the held-out tables: cross-entropy and accuracy on K, and the ARI of the partition
-   that the estimator's ``expected_ari`` rule then picks, task by task (mean difference +- its standard error).
+   and settings made them, and a rerun with others is refused rather than mixed in. With ``one_mode_tasks``,
+   tables with a single mode (:mod:`priors.onemode`, K = 2: no cluster structure, which the paper's prior never
+   draws) are recorded the same way into ``one-mode-NNNNN.npz`` and join the fit and the held-out tables.
+2. **Fit.** CIN, starting from the checkpoint's, is trained on the first ``tasks - val_tasks`` tables (and the
+   first ``one_mode_tasks - one_mode_val_tasks`` one-mode ones; :func:`model.cin_refit.fit_cin`); the epoch with
+   the lowest cross-entropy on the held-out rest of both is kept.
+3. **Compare.** Both CINs on the held-out tables of the prior, and apart on the one-mode ones: cross-entropy and
+   accuracy on K, and the ARI of the partition that the estimator's ``expected_ari`` rule then picks, task by
+   task (mean difference +- its standard error).
 4. **Save.** ``<out_dir>/model.pt``: the checkpoint with the new CIN (every other weight bitwise the same) and a
    lineage phase ``cin-refit``; ``summary.json``, ``history.jsonl``; one MLflow run with all of them.
 
 The refit never touches the evaluation suites. Compare the result with its parent afterwards on held-out prior
-tasks (``benchmarks/compare_checkpoints.py A B --suite prior --prior-tasks 400``) and on the full evaluation: on
-the shipped weights the refit gained on the prior (+0.010 ARI) and lost on the real tables, where it chose larger
-K (docs/DESIGN.md, "CIN refit").
+tasks (``benchmarks/compare_checkpoints.py A B --suite prior --prior-tasks 400``, also with ``--prior-rows 100
+300``) and on the full evaluation. On the paper's prior alone at N 500-1000 (session 14) the refit gained on the
+prior (+0.010 ARI) and lost on the real tables, where it chose larger K; with N 100-1000 and one-mode tables (the
+defaults, session 16) it gained on both and is the shipped CIN (docs/DESIGN.md, "CIN refit").
 """
 
 from __future__ import annotations
@@ -53,15 +58,28 @@ MANIFEST_FILE = "manifest.json"
 MODEL_FILE = "model.pt"
 SUMMARY_FILE = "summary.json"
 HISTORY_FILE = "history.jsonl"
+#: The two kinds of tables a refit records: the paper's prior, and one-mode tables (:mod:`priors.onemode`).
+PRIOR, ONE_MODE = "prior", "one-mode"
+CHUNK_PREFIX = {PRIOR: "chunk", ONE_MODE: "one-mode"}
+#: Recorded in the manifest: one-mode records made by another version of :mod:`priors.onemode` are not reused.
+ONE_MODE_VERSION = 1
 
 
 @dataclasses.dataclass
 class RefitConfig:
     """One CIN refit (module docstring).
 
-    ``n_rows`` / ``n_features``: the prior's table sizes (default: the paper's, N 500-1000 and D 2-64, the sizes
-    the estimator meets); ``num_workers``: chunks computed at once (default: the CPUs Ray offers, at most the
-    machine's cores when Ray runs in-process).
+    ``n_rows`` / ``n_features``: the tables' sizes (default N 100-1000, D 2-64: the contexts the estimator meets,
+    from tables of 100 rows up to its ``n_context`` of 1,000; fitted on N 500-1000 only, CIN chose K = 9 for iris,
+    150 rows, and K = 10 for zoo, 101); ``num_workers``: chunks computed at once (default: the CPUs Ray offers, at
+    most the machine's cores when Ray runs in-process).
+
+    ``one_mode_tasks``: tables with a single mode (:mod:`priors.onemode`, K = 2) added to the ``tasks`` tables of
+    the paper's prior, of the same sizes, with seeds ``run_seed * 2**40 + i``, i < ``one_mode_tasks`` (their own
+    random stream, so no table repeats one of the prior's); the last ``one_mode_val_tasks`` of them are held out
+    with the prior's last ``val_tasks``. Their records go to ``one-mode-NNNNN.npz`` beside the prior's chunks.
+    The defaults (2,500 of them, 500 held out: a fifth of all tables) made the shipped CIN (docs/DESIGN.md, "CIN
+    refit"); ``one_mode_tasks=0`` refits on the paper's prior alone.
     """
 
     checkpoint: str
@@ -75,8 +93,10 @@ class RefitConfig:
     lr: float = 1e-3
     batch_size: int = 256
     weight_decay: float = 0.01
-    n_rows: tuple[int, int] = (500, 1000)
+    n_rows: tuple[int, int] = (100, 1000)
     n_features: tuple[int, int] = (2, 64)
+    one_mode_tasks: int = 2500
+    one_mode_val_tasks: int = 500
     num_workers: int | None = None
     tracking_uri: str | None = None
     experiment: str = "tabclustpfn-cin-refit"
@@ -90,6 +110,18 @@ class RefitConfig:
         if self.val_tasks >= self.tasks:
             raise ValueError(f"val_tasks ({self.val_tasks}) must be smaller than tasks ({self.tasks}): the rest "
                              "is what CIN is fitted on")
+        for name in ("one_mode_tasks", "one_mode_val_tasks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.one_mode_tasks and not self.one_mode_val_tasks < self.one_mode_tasks:
+            raise ValueError(f"one_mode_val_tasks ({self.one_mode_val_tasks}) must be smaller than one_mode_tasks "
+                             f"({self.one_mode_tasks}): the rest is what CIN is fitted on")
+        if self.one_mode_val_tasks and not self.one_mode_tasks:
+            raise ValueError("one_mode_val_tasks needs one_mode_tasks > 0 (set both to 0 to refit on the prior "
+                             "alone)")
+        if self.one_mode_tasks > RUN_SEED_STRIDE:
+            raise ValueError(f"at most {RUN_SEED_STRIDE} one-mode tasks per run seed, got {self.one_mode_tasks}")
         if self.tasks > RUN_SEED_STRIDE:
             raise ValueError(f"at most {RUN_SEED_STRIDE} tasks per run seed, got {self.tasks}")
         if not 0 <= self.run_seed < validation_seeds(1)[0] // RUN_SEED_STRIDE:
@@ -105,36 +137,50 @@ class RefitConfig:
     def prior(self) -> PriorConfig:
         return PriorConfig(n_rows=self.n_rows, n_features=self.n_features)
 
-    def seeds(self, chunk: int) -> list[int]:
+    def seeds(self, chunk: int, kind: str = PRIOR) -> list[int]:
+        """The seeds of chunk ``chunk`` of the ``kind`` tables (``PRIOR`` or ``ONE_MODE``)."""
         lo = chunk * self.chunk_size
-        return [self.run_seed * RUN_SEED_STRIDE + i for i in range(lo, min(lo + self.chunk_size, self.tasks))]
+        total = self.tasks if kind == PRIOR else self.one_mode_tasks
+        return [self.run_seed * RUN_SEED_STRIDE + i for i in range(lo, min(lo + self.chunk_size, total))]
 
     @property
     def n_chunks(self) -> int:
         return -(-self.tasks // self.chunk_size)
 
+    @property
+    def n_one_mode_chunks(self) -> int:
+        return -(-self.one_mode_tasks // self.chunk_size)
+
     def manifest(self, sha: str) -> dict[str, Any]:
         """What the records depend on: a rerun must match it to reuse them."""
         return {"checkpoint_sha256": sha, "run_seed": self.run_seed, "n_estimators": self.n_estimators,
-                "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features)}
+                "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features),
+                "one_mode_version": ONE_MODE_VERSION}
 
 
-def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig) -> CardinalityRecords:
-    """One chunk's records (runs inside a Ray task). ``checkpoint`` is the file's bytes, from the object store:
-    a worker on another node may not see the driver's path. They are loaded as any checkpoint is (weights only,
-    sha256 checked)."""
+def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig,
+                   kind: str = PRIOR) -> CardinalityRecords:
+    """One chunk's records (runs inside a Ray task): tables of the paper's prior (``PRIOR``) or one-mode tables
+    of the same sizes (``ONE_MODE``). ``checkpoint`` is the file's bytes, from the object store: a worker on
+    another node may not see the driver's path. They are loaded as any checkpoint is (weights only, sha256
+    checked)."""
     import tempfile
 
     import torch
 
     from priors import sample_dataset
+    from priors.onemode import sample_one_mode
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "checkpoint.pt"
         path.write_bytes(checkpoint)
         net, _ = load_checkpoint(path)
-    return collect_records(net, [sample_dataset(s, config=prior) for s in seeds], n_estimators)
+    if kind == ONE_MODE:
+        tables = [sample_one_mode(s, n_rows=prior.n_rows, n_features=prior.n_features) for s in seeds]
+    else:
+        tables = [sample_dataset(s, config=prior) for s in seeds]
+    return collect_records(net, tables, n_estimators)
 
 
 def _check_manifest(records_dir: Path, manifest: dict[str, Any]) -> None:
@@ -150,7 +196,7 @@ def _check_manifest(records_dir: Path, manifest: dict[str, Any]) -> None:
         path.write_text(json.dumps(manifest, indent=1))
 
 
-def _recorded_chunks(cfg: RefitConfig, files: list[Path]) -> dict[int, CardinalityRecords]:
+def _recorded_chunks(cfg: RefitConfig, files: list[Path], kind: str = PRIOR) -> dict[int, CardinalityRecords]:
     """The chunk files that hold their chunk's tables under ``cfg``. The manifest leaves ``tasks`` free (a rerun may
     ask for more tables), so the last chunk of an earlier run may hold fewer tables than this run's; such a chunk,
     and one that cannot be read, is computed again."""
@@ -163,27 +209,31 @@ def _recorded_chunks(cfg: RefitConfig, files: list[Path]) -> dict[int, Cardinali
         except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:  # e.g. a write cut short
             logger.warning("CIN refit: %s is unreadable (%s); computing chunk %d again", f, exc, c)
             continue
-        if records.seeds.tolist() != cfg.seeds(c):
+        if records.seeds.tolist() != cfg.seeds(c, kind):
             logger.warning("CIN refit: %s holds %d tables, chunk %d of a run of %d tables has %d; computing it "
-                           "again", f, len(records), c, cfg.tasks, len(cfg.seeds(c)))
+                           "again", f, len(records), c, cfg.tasks if kind == PRIOR else cfg.one_mode_tasks,
+                           len(cfg.seeds(c, kind)))
             continue
         found[c] = records
     return found
 
 
-def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
-    """Every chunk's records, computing the missing chunks as Ray tasks (stage 1)."""
+def compute_records(cfg: RefitConfig, sha: str) -> tuple[CardinalityRecords, CardinalityRecords | None]:
+    """Every chunk's records, the prior's and the one-mode tables' (None without ``one_mode_tasks``), computing
+    the missing chunks as Ray tasks (stage 1)."""
     import ray
 
     from pipeline.ray_env import init_ray
 
     records_dir = Path(cfg.out_dir) / RECORDS_DIR
     _check_manifest(records_dir, cfg.manifest(sha))
-    files = [records_dir / f"chunk-{c:05d}.npz" for c in range(cfg.n_chunks)]
-    chunks = _recorded_chunks(cfg, files)
-    missing = [c for c in range(cfg.n_chunks) if c not in chunks]
-    logger.info("CIN refit: %d of %d chunks of %d tables already recorded", cfg.n_chunks - len(missing),
-                cfg.n_chunks, cfg.chunk_size)
+    counts = {PRIOR: cfg.n_chunks, ONE_MODE: cfg.n_one_mode_chunks}
+    files = {kind: [records_dir / f"{CHUNK_PREFIX[kind]}-{c:05d}.npz" for c in range(n)]
+             for kind, n in counts.items()}
+    chunks = {kind: _recorded_chunks(cfg, files[kind], kind) for kind in counts}
+    missing = [(kind, c) for kind, n in counts.items() for c in range(n) if c not in chunks[kind]]
+    logger.info("CIN refit: %d of %d chunks of %d tables already recorded", sum(counts.values()) - len(missing),
+                sum(counts.values()), cfg.chunk_size)
     if missing:
         started = init_ray()
         try:
@@ -191,31 +241,41 @@ def compute_records(cfg: RefitConfig, sha: str) -> CardinalityRecords:
                                                     os.cpu_count() or 1))
             task = ray.remote(num_cpus=1)(_chunk_records)
             checkpoint, prior = ray.put(Path(cfg.checkpoint).read_bytes()), cfg.prior()
-            pending: dict[Any, int] = {}
+            pending: dict[Any, tuple[str, int]] = {}
             queue = list(missing)
             start = time.perf_counter()
             done = 0
             while queue or pending:
                 while queue and len(pending) < workers:
-                    c = queue.pop(0)
-                    pending[task.remote(checkpoint, cfg.seeds(c), cfg.n_estimators, prior)] = c
+                    kind, c = queue.pop(0)
+                    pending[task.remote(checkpoint, cfg.seeds(c, kind), cfg.n_estimators, prior, kind)] = (kind, c)
                 ready, _ = ray.wait(list(pending), num_returns=1)
-                c = pending.pop(ready[0])
-                chunks[c] = ray.get(ready[0])
-                chunks[c].save(files[c])  # atomic: an interrupted run leaves no partial chunk
+                kind, c = pending.pop(ready[0])
+                chunks[kind][c] = ray.get(ready[0])
+                chunks[kind][c].save(files[kind][c])  # atomic: an interrupted run leaves no partial chunk
                 done += 1
-                logger.info("CIN refit: chunk %d recorded (%d/%d, %.0f s)", c, done, len(missing),
+                logger.info("CIN refit: %s chunk %d recorded (%d/%d, %.0f s)", kind, c, done, len(missing),
                             time.perf_counter() - start)
         finally:
             if started:
                 ray.shutdown()
-    return CardinalityRecords.concat([chunks[c] for c in range(cfg.n_chunks)])
+    prior_records = CardinalityRecords.concat([chunks[PRIOR][c] for c in range(cfg.n_chunks)])
+    if not cfg.one_mode_tasks:
+        return prior_records, None
+    return prior_records, CardinalityRecords.concat([chunks[ONE_MODE][c] for c in range(cfg.n_one_mode_chunks)])
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     d = b - a
     return {"mean": float(d.mean()), "se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan"),
             "better": int((d > 1e-12).sum()), "worse": int((d < -1e-12).sum())}
+
+
+def _compare_cins(held: CardinalityRecords, old, new) -> tuple[dict, dict, dict[str, float]]:
+    """Both CINs on held-out records: their summaries, and the ARI of the ``expected_ari`` choice table by table."""
+    before_post, after_post = member_posteriors(old, held.fingerprints), member_posteriors(new, held.fingerprints)
+    return (summarize(held, before_post), summarize(held, after_post),
+            _paired(select_from_records(held, before_post)[0], select_from_records(held, after_post)[0]))
 
 
 def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
@@ -234,39 +294,54 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
         raise ValueError(f"run_seed {cfg.run_seed} trained {cfg.checkpoint} (its lineage records it): its "
                          f"tables are not fresh; pick another run_seed")
     out = Path(cfg.out_dir)
-    records = compute_records(cfg, weights_sha256(net.state_dict()))
+    records, one_mode = compute_records(cfg, weights_sha256(net.state_dict()))
     n_fit = cfg.tasks - cfg.val_tasks
     train, held = records.subset(np.arange(n_fit)), records.subset(np.arange(n_fit, cfg.tasks))
+    fit_on, select_on = train, held
+    if one_mode is not None:
+        n_one_fit = cfg.one_mode_tasks - cfg.one_mode_val_tasks
+        one_train = one_mode.subset(np.arange(n_one_fit))
+        one_held = one_mode.subset(np.arange(n_one_fit, cfg.one_mode_tasks))
+        fit_on = CardinalityRecords.concat([train, one_train])
+        select_on = CardinalityRecords.concat([held, one_held]) if len(one_held) else held
 
     fit_start = time.perf_counter()
-    cin, history = fit_cin(net.cin, train, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
-                           weight_decay=cfg.weight_decay, seed=cfg.run_seed, validation=held)
+    cin, history = fit_cin(net.cin, fit_on, epochs=cfg.epochs, lr=cfg.lr, batch_size=cfg.batch_size,
+                           weight_decay=cfg.weight_decay, seed=cfg.run_seed, validation=select_on)
     fit_s = time.perf_counter() - fit_start
-    before_post, after_post = member_posteriors(net.cin, held.fingerprints), member_posteriors(cin, held.fingerprints)
-    before, after = summarize(held, before_post), summarize(held, after_post)
-    paired = _paired(select_from_records(held, before_post)[0], select_from_records(held, after_post)[0])
+    before, after, paired = _compare_cins(held, net.cin, cin)
     best = min(history, key=lambda row: row["val_cross_entropy"])["epoch"]
+    one_mode_summary = None
+    if one_mode is not None and len(one_held):
+        one_before, one_after, one_paired = _compare_cins(one_held, net.cin, cin)
+        one_mode_summary = {"tables": cfg.one_mode_tasks, "held_out": len(one_held), "held_out_before": one_before,
+                            "held_out_after": one_after, "paired_ari": one_paired}
 
     net.cin.load_state_dict(cin.state_dict())
     lineage = list(metadata.get("lineage", []))
     wall = time.perf_counter() - start
+    tables = cfg.tasks + cfg.one_mode_tasks
+    one_mode_what = "" if one_mode is None else (
+        f" and {cfg.one_mode_tasks - cfg.one_mode_val_tasks} one-mode tables (priors.onemode, K = 2)")
     phase = {"phase": len(lineage) + 1, "run": cfg.run_name or out.name, "seed": cfg.run_seed, "steps": 0,
-             "tasks": cfg.tasks, "wall_s": round(wall, 1),
+             "tasks": tables, "wall_s": round(wall, 1),
              "device": f"{platform.machine()} CPU, {cfg.num_workers or 'all'} Ray workers",
-             "what": f"CIN refit on the frozen PIN (pipeline.cin_refit): {n_fit} prior tables "
+             "what": f"CIN refit on the frozen PIN (pipeline.cin_refit): {n_fit} prior tables{one_mode_what} "
                      f"(N {cfg.n_rows[0]}-{cfg.n_rows[1]}, {cfg.n_estimators} orderings), best of {cfg.epochs} "
-                     f"epochs on {cfg.val_tasks} held-out ({best}), lr {cfg.lr:g}",
-             "cin_refit": {"before": before, "after": after, "paired_ari": paired}}
+                     f"epochs on {len(select_on)} held-out ({best}), lr {cfg.lr:g}",
+             "cin_refit": {"before": before, "after": after, "paired_ari": paired,
+                           **({"one_mode": one_mode_summary} if one_mode_summary else {})}}
     # step, tasks_seen, hardware and mlflow_run_id describe the session that made a checkpoint: the parent's are
     # in its lineage phase and its MLflow run, not this one's (as for an average, pipeline.budget.averaged_metadata)
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
-                "step": 0, "tasks_seen": cfg.tasks, "hardware": phase["device"], "lineage": [*lineage, phase],
-                "total_tasks_seen": int(metadata.get("total_tasks_seen", metadata.get("tasks_seen", 0))) + cfg.tasks}
+                "step": 0, "tasks_seen": tables, "hardware": phase["device"], "lineage": [*lineage, phase],
+                "total_tasks_seen": int(metadata.get("total_tasks_seen", metadata.get("tasks_seen", 0))) + tables}
     save_checkpoint(out / MODEL_FILE, net, new_meta)
     summary = {"checkpoint": str(cfg.checkpoint), "config": {k: (list(v) if isinstance(v, tuple) else v)
                                                             for k, v in dataclasses.asdict(cfg).items()},
                "best_epoch": best, "fit_s": round(fit_s, 1), "wall_s": round(time.perf_counter() - start, 1),
-               "held_out_before": before, "held_out_after": after, "paired_ari": paired}
+               "held_out_before": before, "held_out_after": after, "paired_ari": paired,
+               **({"one_mode": one_mode_summary} if one_mode_summary else {})}
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     (out / HISTORY_FILE).write_text("".join(json.dumps(row) + "\n" for row in history))
     _log_mlflow(cfg, summary, history, out)
@@ -286,5 +361,10 @@ def _log_mlflow(cfg: RefitConfig, summary: dict[str, Any], history: list[dict[st
         for side in ("before", "after"):
             mlflow.log_metrics({f"held_out_{side}_{k}": v for k, v in summary[f"held_out_{side}"].items()})
         mlflow.log_metrics({f"paired_ari_{k}": v for k, v in summary["paired_ari"].items() if v == v})
+        if "one_mode" in summary:
+            one = summary["one_mode"]
+            for side in ("before", "after"):
+                mlflow.log_metrics({f"one_mode_held_out_{side}_{k}": v for k, v in one[f"held_out_{side}"].items()})
+            mlflow.log_metrics({f"one_mode_paired_ari_{k}": v for k, v in one["paired_ari"].items() if v == v})
         for name in (MODEL_FILE, SUMMARY_FILE, HISTORY_FILE):
             mlflow.log_artifact(str(out / name))

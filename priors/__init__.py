@@ -11,8 +11,9 @@ generates the data, z-normalises the continuous columns and permutes the feature
 Modules: :mod:`priors.config` (every range and probability), :mod:`priors.overlap` (exact MixSim overlaps),
 :mod:`priors.gmm` (MixSim-style mixtures with a target Omega_max), :mod:`priors.zeus` (ZEUS with a random
 iResNet and categorical columns), :mod:`priors.sample` (the dataset level), :mod:`priors.nuisance` (noise
-columns and contaminated rows, off by default), :mod:`priors.plotting` (grids of
-2-D datasets; imports matplotlib only when called).
+columns and contaminated rows, off by default), :mod:`priors.onemode` (tables with a single mode, K = 2, for
+refitting CIN; not part of the paper's prior), :mod:`priors.plotting` (grids of 2-D datasets; imports matplotlib
+only when called).
 
 The numerical routines are single-threaded numpy; run them with a single-threaded BLAS
 (``OMP_NUM_THREADS=1``, as Ray workers do) to avoid thread oversubscription.

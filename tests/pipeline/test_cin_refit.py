@@ -12,7 +12,7 @@ import torch
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from model.cin_refit import CardinalityRecords
-from pipeline.cin_refit import RefitConfig, _recorded_chunks, refit_cin
+from pipeline.cin_refit import ONE_MODE, PRIOR, RefitConfig, _chunk_records, _recorded_chunks, refit_cin
 from pipeline.config import seeds_used
 from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
@@ -20,7 +20,7 @@ from tests.model.conftest import make_tiny_net
 
 def _cfg(checkpoint, out, tracking_uri, **kw) -> RefitConfig:
     base = dict(tasks=9, val_tasks=3, chunk_size=4, epochs=3, lr=1e-3, n_rows=(50, 70), n_features=(2, 6),
-                num_workers=2, tracking_uri=tracking_uri, run_seed=300)
+                num_workers=2, tracking_uri=tracking_uri, run_seed=300, one_mode_tasks=0, one_mode_val_tasks=0)
     return RefitConfig(checkpoint=checkpoint, out_dir=str(out), **{**base, **kw})
 
 
@@ -57,6 +57,43 @@ def test_refit_changes_only_cin_records_lineage_and_mlflow_and_reuses_records(ra
         refit_cin(_cfg(str(parent), out, tracking_uri, n_estimators=2))
 
 
+@pytest.mark.slow
+def test_one_mode_tables_are_recorded_beside_the_priors_fitted_on_and_reported(ray_local, tmp_path, tracking_uri,
+                                                                                tiny_checkpoint):
+    out = tmp_path / "refit"
+    summary = refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, one_mode_tasks=5,
+                             one_mode_val_tasks=2, run_seed=301))
+    one_files = sorted((out / "records").glob("one-mode-*.npz"))
+    assert [f.name for f in one_files] == ["one-mode-00000.npz", "one-mode-00001.npz"]  # 5 tables in chunks of 4
+    one = CardinalityRecords.concat([CardinalityRecords.load(f) for f in one_files])
+    assert list(one.seeds) == [301 * 2**40 + i for i in range(5)]
+    assert set(one.n_clusters) == {2} and not one.is_gmm.any()
+    assert len(sorted((out / "records").glob("chunk-*.npz"))) == 2  # the prior's 6 tables, as without them
+    assert summary["one_mode"]["held_out"] == 2 and summary["one_mode"]["tables"] == 5
+    assert set(summary["one_mode"]["held_out_after"]) == set(summary["held_out_after"])
+    _, meta = load_checkpoint(out / "model.pt")
+    assert meta["lineage"][-1]["tasks"] == 11 and "3 one-mode tables" in meta["lineage"][-1]["what"]
+    assert meta["lineage"][-1]["cin_refit"]["one_mode"]["held_out"] == 2
+    runs = mlflow.search_runs(experiment_names=["tabclustpfn-cin-refit"])
+    assert "metrics.one_mode_held_out_after_cross_entropy" in runs.columns
+    # records made with the one-mode tables serve a rerun without them (the prior's chunks are the same)
+    again = refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, run_seed=301, epochs=1))
+    assert "one_mode" not in again and again["best_epoch"] == 1
+
+
+def test_chunk_records_draw_the_kind_of_table_asked_for(tiny_checkpoint):
+    from pathlib import Path
+
+    from priors import PriorConfig
+
+    prior = PriorConfig(n_rows=(50, 60), n_features=(2, 5))
+    blob = Path(tiny_checkpoint).read_bytes()
+    one = _chunk_records(blob, [3, 4, 5], 2, prior, ONE_MODE)
+    paper = _chunk_records(blob, [3, 4, 5], 2, prior, PRIOR)
+    assert list(one.n_clusters) == [2, 2, 2] and list(one.seeds) == [3, 4, 5] and not one.is_gmm.any()
+    assert not np.array_equal(one.fingerprints, paper.fingerprints)
+
+
 def test_refusals(tmp_path, tracking_uri, tiny_checkpoint):
     with pytest.raises(ValueError, match="val_tasks"):
         _cfg(tiny_checkpoint, tmp_path, tracking_uri, tasks=4, val_tasks=4)
@@ -66,6 +103,12 @@ def test_refusals(tmp_path, tracking_uri, tiny_checkpoint):
         _cfg(tiny_checkpoint, tmp_path, tracking_uri, chunk_size=0)
     with pytest.raises(ValueError, match="n_rows"):
         _cfg(tiny_checkpoint, tmp_path, tracking_uri, n_rows=(10, 20))
+    with pytest.raises(ValueError, match="one_mode_val_tasks"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, one_mode_tasks=3, one_mode_val_tasks=3)
+    with pytest.raises(ValueError, match="one_mode_val_tasks needs one_mode_tasks"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, one_mode_val_tasks=1)
+    with pytest.raises(ValueError, match="one_mode_tasks must be a non-negative integer"):
+        _cfg(tiny_checkpoint, tmp_path, tracking_uri, one_mode_tasks=-1)
     with pytest.raises(ValueError, match="at most 64 columns"):
         refit_cin(_cfg(tiny_checkpoint, tmp_path / "x", tracking_uri, n_features=(2, 65)))
     small_k = save_checkpoint(tmp_path / "k5.pt", make_tiny_net(1, k_max=5), {})
