@@ -10,8 +10,8 @@ checkpoint is OUT/model.pt; compare it with its parent before shipping it, on he
 (``benchmarks/compare_checkpoints.py PARENT OUT/model.pt --suite prior --prior-tasks 400``, and with
 ``--prior-rows 100 300``) and then on the full evaluation (``jobs/evaluate.py --checkpoint OUT/model.pt``). The
 defaults (10,000 prior tables and 2,500 one-mode ones of N 100-1000, run seed 200) are the recipe of the shipped
-CIN, which ran with ``--run-seed 201`` (docs/DESIGN.md, "CIN refit"); ``--one-mode-tasks 0 --one-mode-val-tasks
-0`` refits on the paper's prior alone.
+CIN, which ran with ``--run-seed 201`` (docs/DESIGN.md, "CIN refit"); ``--one-mode-tasks 0`` refits on the
+paper's prior alone, and ``--one-mode-tasks 0 --n-rows 500 1000`` as session 14 did.
 Exit status 1 with a message when the checkpoint or the settings are unusable.
 """
 
@@ -48,12 +48,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="table sizes N (default: %(default)s, the contexts the estimator meets)")
     p.add_argument("--one-mode-tasks", type=int, default=d.one_mode_tasks,
                    help="one-mode tables (priors.onemode, K = 2) besides the prior's (default: %(default)s)")
-    p.add_argument("--one-mode-val-tasks", type=int, default=d.one_mode_val_tasks,
-                   help="of which held out (default: %(default)s)")
+    p.add_argument("--one-mode-val-tasks", type=int, default=None,
+                   help=f"of which held out (default: {d.one_mode_val_tasks}, or 0 with --one-mode-tasks 0)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray tasks at once (default: the CPUs)")
     p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///mlruns.db)")
     p.add_argument("--run-name", default=None, help="MLflow run name and lineage label (default: the out folder)")
     return p.parse_args(argv)
+
+
+def one_mode_val_tasks(args: argparse.Namespace) -> int:
+    """The held-out one-mode tables: as given, else the default, or none when there are no one-mode tables."""
+    if args.one_mode_val_tasks is not None:
+        return args.one_mode_val_tasks
+    return RefitConfig(checkpoint="", out_dir="").one_mode_val_tasks if args.one_mode_tasks else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                           tasks=args.tasks, val_tasks=args.val_tasks, run_seed=args.run_seed,
                           n_estimators=args.n_estimators, chunk_size=args.chunk_size, epochs=args.epochs,
                           lr=args.lr, batch_size=args.batch_size, n_rows=tuple(args.n_rows),
-                          one_mode_tasks=args.one_mode_tasks, one_mode_val_tasks=args.one_mode_val_tasks,
+                          one_mode_tasks=args.one_mode_tasks, one_mode_val_tasks=one_mode_val_tasks(args),
                           num_workers=args.num_workers, tracking_uri=args.tracking_uri, run_name=args.run_name)
         summary = refit_cin(cfg)
     except (CheckpointError, ValueError, FileNotFoundError) as exc:

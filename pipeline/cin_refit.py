@@ -50,6 +50,7 @@ from model.ensemble import DEFAULT_N_ESTIMATORS
 from pipeline.config import seeds_used
 from pipeline.prior_stream import RUN_SEED_STRIDE, validation_seeds
 from priors import PriorConfig
+from priors.onemode import ONE_MODE_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +62,13 @@ HISTORY_FILE = "history.jsonl"
 #: The two kinds of tables a refit records: the paper's prior, and one-mode tables (:mod:`priors.onemode`).
 PRIOR, ONE_MODE = "prior", "one-mode"
 CHUNK_PREFIX = {PRIOR: "chunk", ONE_MODE: "one-mode"}
-#: Recorded in the manifest: one-mode records made by another version of :mod:`priors.onemode` are not reused.
-ONE_MODE_VERSION = 1
+#: Holds :data:`priors.onemode.ONE_MODE_VERSION`: one-mode records of another version are not reused.
+ONE_MODE_MANIFEST_FILE = "one-mode-manifest.json"
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in CHUNK_PREFIX:
+        raise ValueError(f"unknown kind of table {kind!r}: use {PRIOR!r} or {ONE_MODE!r}")
 
 
 @dataclasses.dataclass
@@ -80,7 +86,8 @@ class RefitConfig:
     random stream, so no table repeats one of the prior's); the last ``one_mode_val_tasks`` of them are held out
     with the prior's last ``val_tasks``. Their records go to ``one-mode-NNNNN.npz`` beside the prior's chunks.
     The defaults (2,500 of them, 500 held out: a fifth of all tables) made the shipped CIN (docs/DESIGN.md, "CIN
-    refit"); ``one_mode_tasks=0`` refits on the paper's prior alone.
+    refit"); ``one_mode_tasks=0, one_mode_val_tasks=0`` refits on the paper's prior alone (with ``n_rows=(500,
+    1000)`` as session 14 did).
     """
 
     checkpoint: str
@@ -140,6 +147,7 @@ class RefitConfig:
 
     def seeds(self, chunk: int, kind: str = PRIOR) -> list[int]:
         """The seeds of chunk ``chunk`` of the ``kind`` tables (``PRIOR`` or ``ONE_MODE``)."""
+        _check_kind(kind)
         lo = chunk * self.chunk_size
         total = self.tasks if kind == PRIOR else self.one_mode_tasks
         return [self.run_seed * RUN_SEED_STRIDE + i for i in range(lo, min(lo + self.chunk_size, total))]
@@ -155,8 +163,7 @@ class RefitConfig:
     def manifest(self, sha: str) -> dict[str, Any]:
         """What the records depend on: a rerun must match it to reuse them."""
         return {"checkpoint_sha256": sha, "run_seed": self.run_seed, "n_estimators": self.n_estimators,
-                "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features),
-                "one_mode_version": ONE_MODE_VERSION}
+                "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features)}
 
 
 def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig,
@@ -177,6 +184,7 @@ def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior
         path = Path(tmp) / "checkpoint.pt"
         path.write_bytes(checkpoint)
         net, _ = load_checkpoint(path)
+    _check_kind(kind)
     if kind == ONE_MODE:
         tables = [sample_one_mode(s, n_rows=prior.n_rows, n_features=prior.n_features) for s in seeds]
     else:
@@ -184,8 +192,8 @@ def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior
     return collect_records(net, tables, n_estimators)
 
 
-def _check_manifest(records_dir: Path, manifest: dict[str, Any]) -> None:
-    path = records_dir / MANIFEST_FILE
+def _check_manifest(records_dir: Path, manifest: dict[str, Any], name: str = MANIFEST_FILE) -> None:
+    path = records_dir / name
     if path.is_file():
         found = json.loads(path.read_text())
         if found != manifest:
@@ -228,6 +236,8 @@ def compute_records(cfg: RefitConfig, sha: str) -> tuple[CardinalityRecords, Car
 
     records_dir = Path(cfg.out_dir) / RECORDS_DIR
     _check_manifest(records_dir, cfg.manifest(sha))
+    if cfg.one_mode_tasks:  # the prior's records stay usable whatever becomes of the one-mode tables
+        _check_manifest(records_dir, {"one_mode_version": ONE_MODE_VERSION}, ONE_MODE_MANIFEST_FILE)
     counts = {PRIOR: cfg.n_chunks, ONE_MODE: cfg.n_one_mode_chunks}
     files = {kind: [records_dir / f"{CHUNK_PREFIX[kind]}-{c:05d}.npz" for c in range(n)]
              for kind, n in counts.items()}
@@ -313,17 +323,19 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
     before, after, paired = _compare_cins(held, net.cin, cin)
     best = min(history, key=lambda row: row["val_cross_entropy"])["epoch"]
     one_mode_summary = None
-    if one_mode is not None and len(one_held):
-        one_before, one_after, one_paired = _compare_cins(one_held, net.cin, cin)
-        one_mode_summary = {"tables": cfg.one_mode_tasks, "held_out": len(one_held), "held_out_before": one_before,
-                            "held_out_after": one_after, "paired_ari": one_paired}
+    if one_mode is not None:
+        one_mode_summary = {"tables": cfg.one_mode_tasks, "held_out": len(one_held)}
+        if len(one_held):
+            one_before, one_after, one_paired = _compare_cins(one_held, net.cin, cin)
+            one_mode_summary |= {"held_out_before": one_before, "held_out_after": one_after,
+                                 "paired_ari": one_paired}
 
     net.cin.load_state_dict(cin.state_dict())
     lineage = list(metadata.get("lineage", []))
     wall = time.perf_counter() - start
     tables = cfg.tasks + cfg.one_mode_tasks
     one_mode_what = "" if one_mode is None else (
-        f" and {cfg.one_mode_tasks - cfg.one_mode_val_tasks} one-mode tables (priors.onemode, K = 2)")
+        f" and {cfg.one_mode_tasks - cfg.one_mode_val_tasks} one-mode tables of priors.onemode (K = 2)")
     phase = {"phase": len(lineage) + 1, "run": cfg.run_name or out.name, "seed": cfg.run_seed, "steps": 0,
              "tasks": tables, "wall_s": round(wall, 1),
              "device": f"{platform.machine()} CPU, {cfg.num_workers or 'all'} Ray workers",
@@ -362,7 +374,7 @@ def _log_mlflow(cfg: RefitConfig, summary: dict[str, Any], history: list[dict[st
         for side in ("before", "after"):
             mlflow.log_metrics({f"held_out_{side}_{k}": v for k, v in summary[f"held_out_{side}"].items()})
         mlflow.log_metrics({f"paired_ari_{k}": v for k, v in summary["paired_ari"].items() if v == v})
-        if "one_mode" in summary:
+        if "held_out_after" in summary.get("one_mode", {}):
             one = summary["one_mode"]
             for side in ("before", "after"):
                 mlflow.log_metrics({f"one_mode_held_out_{side}_{k}": v for k, v in one[f"held_out_{side}"].items()})

@@ -34,6 +34,9 @@ P_SKEW = 0.5
 P_ORDINAL = 0.3
 #: The mechanism name in ``meta`` (and in CIN refit records: neither GMM nor ZEUS).
 MECHANISM = "onemode"
+#: The generator's version: CIN refit records of one-mode tables are reused only under the same version
+#: (:mod:`pipeline.cin_refit`). Raise it whenever a seed's table changes.
+ONE_MODE_VERSION = 1
 
 
 def _check_range(name: str, value: tuple[int, int], low: int) -> tuple[int, int]:
@@ -47,7 +50,7 @@ def sample_one_mode(seed: int, n_rows: tuple[int, int] = (500, 1000),
                     n_features: tuple[int, int] = (2, 64)) -> PriorDataset:
     """One table with a single mode and its K = 2 labels (module docstring); deterministic in ``seed``."""
     n_lo, n_hi = _check_range("n_rows", n_rows, 4)
-    d_lo, d_hi = _check_range("n_features", n_features, 1)
+    d_lo, d_hi = _check_range("n_features", n_features, 2)  # one column cannot carry a cut of its own cloud
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(3,)))
     n = int(rng.integers(n_lo, n_hi + 1))
     d = int(rng.integers(d_lo, d_hi + 1))

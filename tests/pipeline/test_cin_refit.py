@@ -76,9 +76,21 @@ def test_one_mode_tables_are_recorded_beside_the_priors_fitted_on_and_reported(r
     assert meta["lineage"][-1]["cin_refit"]["one_mode"]["held_out"] == 2
     runs = mlflow.search_runs(experiment_names=["tabclustpfn-cin-refit"])
     assert "metrics.one_mode_held_out_after_cross_entropy" in runs.columns
-    # records made with the one-mode tables serve a rerun without them (the prior's chunks are the same)
+    assert json.loads((out / "records" / "one-mode-manifest.json").read_text()) == {"one_mode_version": 1}
+    # the records serve a rerun without the one-mode tables, and one with them: nothing is computed again
+    files = sorted((out / "records").glob("*.npz"))
+    stamps = [f.stat().st_mtime_ns for f in files]
     again = refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, run_seed=301, epochs=1))
     assert "one_mode" not in again and again["best_epoch"] == 1
+    again = refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, one_mode_tasks=5,
+                           one_mode_val_tasks=0, run_seed=301, epochs=1))
+    assert again["one_mode"] == {"tables": 5, "held_out": 0}
+    assert sorted((out / "records").glob("*.npz")) == files and [f.stat().st_mtime_ns for f in files] == stamps
+    # one-mode records of another generator version are refused; the prior's alone stay usable
+    (out / "records" / "one-mode-manifest.json").write_text(json.dumps({"one_mode_version": 0}))
+    with pytest.raises(ValueError, match="one_mode_version"):
+        refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, one_mode_tasks=5, run_seed=301))
+    refit_cin(_cfg(tiny_checkpoint, out, tracking_uri, tasks=6, val_tasks=2, run_seed=301, epochs=1))
 
 
 def test_chunk_records_draw_the_kind_of_table_asked_for(tiny_checkpoint):
@@ -92,6 +104,23 @@ def test_chunk_records_draw_the_kind_of_table_asked_for(tiny_checkpoint):
     paper = _chunk_records(blob, [3, 4, 5], 2, prior, PRIOR)
     assert list(one.n_clusters) == [2, 2, 2] and list(one.seeds) == [3, 4, 5] and not one.is_gmm.any()
     assert not np.array_equal(one.fingerprints, paper.fingerprints)
+    with pytest.raises(ValueError, match="unknown kind"):
+        _chunk_records(blob, [3], 2, prior, "one_mode")
+
+
+def test_one_mode_chunks_have_their_own_seeds_and_reuse(tmp_path, tiny_checkpoint):
+    cfg = _cfg(tiny_checkpoint, tmp_path, None, tasks=9, one_mode_tasks=6, one_mode_val_tasks=2)
+    assert cfg.n_chunks == 3 and cfg.n_one_mode_chunks == 2
+    assert cfg.seeds(1, ONE_MODE) == [300 * 2**40 + 4, 300 * 2**40 + 5]  # chunks of 4: the last holds 2
+    assert cfg.seeds(2, PRIOR) == [300 * 2**40 + 8]
+    with pytest.raises(ValueError, match="unknown kind"):
+        cfg.seeds(0, "onemode")
+    files = [tmp_path / f"one-mode-{c:05d}.npz" for c in range(2)]
+    for c, f in enumerate(files):
+        _fake_chunk(cfg.seeds(c, ONE_MODE)).save(f)
+    assert sorted(_recorded_chunks(cfg, files, ONE_MODE)) == [0, 1]
+    more = _cfg(tiny_checkpoint, tmp_path, None, tasks=9, one_mode_tasks=8, one_mode_val_tasks=2)
+    assert sorted(_recorded_chunks(more, files, ONE_MODE)) == [0]  # its second chunk now holds 4 tables
 
 
 def test_refusals(tmp_path, tracking_uri, tiny_checkpoint):
@@ -126,6 +155,12 @@ def test_job_reports_unusable_input_with_exit_status_1(tmp_path, capsys):
     assert "missing.pt" in capsys.readouterr().err
     assert job.main(["--tasks", "5", "--val-tasks", "5", "--out", str(tmp_path / "o")]) == 1
     assert "val_tasks" in capsys.readouterr().err
+    assert job.main(["--one-mode-tasks", "3", "--one-mode-val-tasks", "3", "--out", str(tmp_path / "o")]) == 1
+    assert "one_mode_val_tasks (3) must be smaller" in capsys.readouterr().err
+    # --one-mode-tasks 0 alone refits on the prior alone: its held-out count follows
+    assert job.one_mode_val_tasks(job.parse_args(["--one-mode-tasks", "0"])) == 0
+    assert job.one_mode_val_tasks(job.parse_args([])) == RefitConfig("", "").one_mode_val_tasks > 0
+    assert job.one_mode_val_tasks(job.parse_args(["--one-mode-val-tasks", "7"])) == 7
     # the shipped weights record the seeds that trained them: one of them is refused
     shipped = read_checkpoint(job.default_checkpoint_path())["metadata"]
     seed = min(seeds_used(shipped))

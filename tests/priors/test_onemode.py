@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from priors import sample_dataset
-from priors.onemode import MECHANISM, P_ORDINAL, P_SKEW, P_STUDENT, sample_one_mode
+from priors import PriorConfig, sample_dataset
+from priors.onemode import MECHANISM, ONE_MODE_VERSION, P_ORDINAL, P_SKEW, P_STUDENT, sample_one_mode
+
+CONFIG = PriorConfig(n_rows=(100, 1000), n_features=(2, 64))
 
 
 def test_deterministic_in_the_seed_and_sizes_in_range():
@@ -60,14 +62,31 @@ def test_the_variations_occur_at_their_rates_and_ordinal_columns_have_few_levels
     assert np.mean([np.mean(t.X.mean(0) > np.median(t.X, axis=0)) for t in skewed]) > 0.9
 
 
-def test_a_seed_gives_another_table_than_the_papers_prior():
-    for seed in range(5):
-        paper, one = sample_dataset(seed), sample_one_mode(seed)
-        assert paper.X.shape != one.X.shape or not np.array_equal(paper.X, one.X)
+# (seed, shape, rows labelled 1, sum of |first column|) of sample_one_mode(seed, (100, 300), (2, 20)), recorded
+# when ONE_MODE_VERSION was 1.
+RECORDED = [(0, (279, 8), 113, 218.96), (1, (136, 4), 45, 109.64), (2, (213, 6), 98, 178.31),
+            (3, (206, 9), 66, 158.69)]
+
+
+def test_the_draws_are_those_the_recorded_refits_used():
+    """CIN refit records are reused across runs under ONE_MODE_VERSION: if this fails, the generator changed;
+    raise priors.onemode.ONE_MODE_VERSION (so old records are refused) and record the new draws here."""
+    assert ONE_MODE_VERSION == 1
+    for seed, shape, ones, col_sum in RECORDED:
+        t = sample_one_mode(seed, n_rows=(100, 300), n_features=(2, 20))
+        assert (t.X.shape, int(t.y.sum())) == (shape, ones)
+        assert float(np.abs(t.X[:, 0].astype(np.float64)).sum()) == pytest.approx(col_sum, abs=0.01)
+
+
+def test_a_seed_draws_from_its_own_stream_not_the_papers_prior():
+    # both draw N first: on the prior's stream (spawn key 0) every seed would give the same N
+    sizes = [(sample_dataset(s, config=CONFIG).X.shape[0],
+              sample_one_mode(s, CONFIG.n_rows, CONFIG.n_features).X.shape[0]) for s in range(40)]
+    assert sum(a == b for a, b in sizes) < 8
 
 
 @pytest.mark.parametrize("kw, match", [({"n_rows": (3, 10)}, "n_rows"), ({"n_rows": (50, 20)}, "n_rows"),
-                                       ({"n_features": (0, 4)}, "n_features")])
+                                       ({"n_features": (1, 4)}, "n_features")])
 def test_bad_sizes_are_refused(kw, match):
     with pytest.raises(ValueError, match=match):
         sample_one_mode(0, **kw)
