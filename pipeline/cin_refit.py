@@ -147,10 +147,13 @@ class RefitConfig:
 
     def seeds(self, chunk: int, kind: str = PRIOR) -> list[int]:
         """The seeds of chunk ``chunk`` of the ``kind`` tables (``PRIOR`` or ``ONE_MODE``)."""
-        _check_kind(kind)
         lo = chunk * self.chunk_size
-        total = self.tasks if kind == PRIOR else self.one_mode_tasks
-        return [self.run_seed * RUN_SEED_STRIDE + i for i in range(lo, min(lo + self.chunk_size, total))]
+        return [self.run_seed * RUN_SEED_STRIDE + i for i in range(lo, min(lo + self.chunk_size, self.n_tables(kind)))]
+
+    def n_tables(self, kind: str = PRIOR) -> int:
+        """How many ``kind`` tables (``PRIOR`` or ``ONE_MODE``) the refit records."""
+        _check_kind(kind)
+        return self.tasks if kind == PRIOR else self.one_mode_tasks
 
     @property
     def n_chunks(self) -> int:
@@ -220,8 +223,7 @@ def _recorded_chunks(cfg: RefitConfig, files: list[Path], kind: str = PRIOR) -> 
             continue
         if records.seeds.tolist() != cfg.seeds(c, kind):
             logger.warning("CIN refit: %s holds %d tables, chunk %d of a run of %d tables has %d; computing it "
-                           "again", f, len(records), c, cfg.tasks if kind == PRIOR else cfg.one_mode_tasks,
-                           len(cfg.seeds(c, kind)))
+                           "again", f, len(records), c, cfg.n_tables(kind), len(cfg.seeds(c, kind)))
             continue
         found[c] = records
     return found

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from priors.config import _check_range
 from priors.sample import PriorDataset
 
 P_STUDENT = 0.25
@@ -39,18 +40,12 @@ MECHANISM = "onemode"
 ONE_MODE_VERSION = 1
 
 
-def _check_range(name: str, value: tuple[int, int], low: int) -> tuple[int, int]:
-    lo, hi = (int(v) for v in value)
-    if not low <= lo <= hi:
-        raise ValueError(f"{name} must be a range (low, high) with {low} <= low <= high, got {value!r}")
-    return lo, hi
-
-
 def sample_one_mode(seed: int, n_rows: tuple[int, int] = (500, 1000),
                     n_features: tuple[int, int] = (2, 64)) -> PriorDataset:
     """One table with a single mode and its K = 2 labels (module docstring); deterministic in ``seed``."""
-    n_lo, n_hi = _check_range("n_rows", n_rows, 4)
-    d_lo, d_hi = _check_range("n_features", n_features, 2)  # one column cannot carry a cut of its own cloud
+    _check_range("n_rows", tuple(n_rows), 4, integer=True)
+    _check_range("n_features", tuple(n_features), 2, integer=True)  # one column cannot carry a cut of its cloud
+    (n_lo, n_hi), (d_lo, d_hi) = n_rows, n_features
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(3,)))
     n = int(rng.integers(n_lo, n_hi + 1))
     d = int(rng.integers(d_lo, d_hi + 1))
