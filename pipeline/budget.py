@@ -100,6 +100,15 @@ def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
     return list(meta.get("lineage", [])), int(meta.get("total_tasks_seen", meta.get("tasks_seen", 0)))
 
 
+def phase_tasks(phase: dict[str, Any]) -> int:
+    """Tasks one lineage phase trained on: its own, plus its branches' when it is an average of runs.
+
+    An ``average`` phase trains on nothing itself (``tasks`` 0); the runs it averages are its ``branches``, which
+    may hold averages in turn.
+    """
+    return int(phase.get("tasks", 0)) + sum(phase_tasks(p) for br in phase.get("branches", []) for p in br)
+
+
 def averaged_metadata(metadatas: list[dict[str, Any]], sources: list[str], weights: list[float],
                       note: str = "") -> dict[str, Any]:
     """Checkpoint metadata for the weight average of runs (``model.checkpoint.average_checkpoints``).
@@ -114,8 +123,8 @@ def averaged_metadata(metadatas: list[dict[str, Any]], sources: list[str], weigh
         prefix += 1
     common = lineages[0][:prefix]
     branches = [lin[prefix:] for lin in lineages]
-    branch_tasks = sum(int(ph.get("tasks", 0)) for br in branches for ph in br)
-    total = sum(int(ph.get("tasks", 0)) for ph in common) + branch_tasks
+    branch_tasks = sum(phase_tasks(ph) for br in branches for ph in br)
+    total = sum(phase_tasks(ph) for ph in common) + branch_tasks
     mix = [float(w) / sum(weights) for w in weights]
     phase = {"phase": prefix + 1, "run": "average", "steps": 0, "tasks": 0, "wall_s": 0,
              "device": "none (arithmetic on weights)",

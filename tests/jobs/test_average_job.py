@@ -32,6 +32,20 @@ def test_averaged_metadata_keeps_the_parent_once_and_the_runs_as_branches():
     assert meta["total_tasks_seen"] == 1000 + 100 + 30 + 50 and meta["tasks_seen"] == 80
 
 
+def test_averaged_metadata_counts_the_tasks_of_averages_inside_the_lineage():
+    # a soup in the shared parent, and a soup of soups: their runs' tasks sit in "branches", not in "tasks"
+    inner = averaged_metadata([_meta([{"phase": 3, "run": "x", "tasks": 7}]),
+                               _meta([{"phase": 3, "run": "y", "tasks": 11}])], ["x.pt", "y.pt"], [1.0, 1.0])
+    assert inner["total_tasks_seen"] == 1000 + 100 + 7 + 11
+    later = {**inner, "lineage": [*inner["lineage"], {"phase": 4, "run": "z", "tasks": 5}]}
+    other = {**inner, "lineage": [*inner["lineage"], {"phase": 4, "run": "w", "tasks": 3}]}
+    meta = averaged_metadata([later, other], ["z.pt", "w.pt"], [1.0, 1.0])
+    assert meta["total_tasks_seen"] == 1000 + 100 + 7 + 11 + 5 + 3 and meta["tasks_seen"] == 8
+    nested = averaged_metadata([later, _meta([{"phase": 3, "run": "v", "tasks": 2}])], ["z.pt", "v.pt"], [1, 1])
+    assert nested["tasks_seen"] == 7 + 11 + 5 + 2  # the first branch holds the inner soup and its runs
+    assert nested["total_tasks_seen"] == 1000 + 100 + 7 + 11 + 5 + 2
+
+
 def test_job_writes_the_average_and_exits_1_on_a_mismatch(tmp_path, capsys):
     job = _job()
     a, b = make_tiny_net(1), make_tiny_net(2)
