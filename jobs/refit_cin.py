@@ -60,7 +60,7 @@ def one_mode_val_tasks(args: argparse.Namespace) -> int:
     """The held-out one-mode tables: as given, else the default, or none when there are no one-mode tables."""
     if args.one_mode_val_tasks is not None:
         return args.one_mode_val_tasks
-    return RefitConfig(checkpoint="", out_dir="").one_mode_val_tasks if args.one_mode_tasks else 0
+    return RefitConfig.one_mode_val_tasks if args.one_mode_tasks else 0  # the field's default
 
 
 def main(argv: list[str] | None = None) -> int:
