@@ -20,6 +20,7 @@ from pipeline.train_loop import InjectedFault, ddp_kwargs, run_local, run_steps,
 from pipeline.train_state import (LrSchedule, build_model, build_optimizer, load_train_state, lr_at,
                                   save_train_state)
 
+REPO = Path(__file__).resolve().parents[2]
 CFG = dataclasses.replace(train_preset("tiny", smoke=True), max_steps=4, checkpoint_every=2, val_tasks=0)
 
 
@@ -144,11 +145,9 @@ def test_ddp_trains_with_one_part_of_the_objective_switched_off(off):
     # 90-minute limit (native code waiting inside the gloo group, where pytest-timeout's signal never lands),
     # with the group in the pytest process beside the session's Ray driver and a file store. Now a hang costs at
     # most the timeout below and fails this test alone.
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = dict(os.environ, PYTHONPATH=str(REPO), GLOO_SOCKET_IFNAME="lo")
     try:
-        done = subprocess.run([sys.executable, "-c", _DDP_ONE_HEAD_OFF, off], cwd=root, env=env,
+        done = subprocess.run([sys.executable, "-c", _DDP_ONE_HEAD_OFF, off], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=240)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"DDP with {off} = 0 did not finish in {exc.timeout} s:\n{(exc.stderr or b'')[-4000:]!r}")
