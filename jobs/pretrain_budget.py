@@ -17,6 +17,11 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
+
+# This script is meant to run where the package is not installed (a lent GPU machine with a bare checkout), so it
+# puts its own checkout first on the path: `python3 jobs/pretrain_budget.py` then works from any directory.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # prior workers: one thread each
     os.environ.setdefault(_var, "1")
