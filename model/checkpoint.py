@@ -286,3 +286,40 @@ def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | N
     net.load_state_dict(averaged, strict=True)
     net.eval()
     return net, [meta for _, meta in loaded]
+
+
+def graft_cin(partitions: str | os.PathLike, cin_source: str | os.PathLike
+              ) -> tuple[TabClustNet, dict[str, Any], dict[str, Any]]:
+    """One checkpoint's partition network with another's cardinality network (CIN) copied in unchanged.
+
+    CIN reads only the partitions' Gram fingerprints, so a CIN fitted to a parent network can serve a network
+    continued from it; whether it serves it better than a refit is for the caller to measure.
+
+    Parameters
+    ----------
+    partitions : path
+        The checkpoint whose every weight outside ``cin`` is kept.
+    cin_source : path
+        The checkpoint whose ``cin`` weights are copied; its model config must equal the first's.
+
+    Returns
+    -------
+    net : TabClustNet
+        The grafted network, in eval mode on the CPU.
+    partitions_metadata, cin_metadata : dict
+        Each input's metadata (for the caller's lineage record).
+
+    Raises
+    ------
+    CheckpointError
+        An unusable file or different model configs.
+    """
+    net, meta = load_checkpoint(partitions)
+    donor, donor_meta = load_checkpoint(cin_source)
+    if donor.cfg != net.cfg:
+        diff = {k: (v, getattr(donor.cfg, k)) for k, v in net.cfg.to_dict().items() if getattr(donor.cfg, k) != v}
+        raise CheckpointError(f"cannot graft the CIN of {cin_source} onto {partitions}: their model configs differ "
+                              f"in {diff}")
+    net.cin.load_state_dict(donor.cin.state_dict(), strict=True)
+    net.eval()
+    return net, meta, donor_meta

@@ -1,0 +1,49 @@
+"""One checkpoint's partition network with another checkpoint's CIN copied in (a graft, no training).
+
+    python jobs/graft_cin.py runs/soup121/model.pt model/weights/tabclustpfn-small.pt --out runs/soup121-graft/model.pt
+
+The two must share the model config. Use it when a network continued from the shipped weights should keep the
+shipped CIN (fitted to the parent's partitions) instead of a refit; compare the result with
+``benchmarks/compare_checkpoints.py`` before shipping it. The lineage is the partition network's plus one
+``graft-cin`` phase naming the CIN's file and the sha256 of its weights. Exit status 1 with a message on unusable
+or mismatched checkpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a bare checkout too
+
+from model.checkpoint import CheckpointError, graft_cin, save_checkpoint, weights_sha256  # noqa: E402
+from pipeline.budget import grafted_metadata  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("partitions", help="checkpoint whose weights outside the CIN are kept")
+    p.add_argument("cin_source", help="checkpoint whose CIN weights are copied in")
+    p.add_argument("--out", required=True, help="output checkpoint path")
+    p.add_argument("--note", default="", help="what this graft is, for the lineage")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    try:
+        net, meta, cin_meta = graft_cin(args.partitions, args.cin_source)
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    cin_sha = weights_sha256(net.cin.state_dict())
+    save_checkpoint(args.out, net, grafted_metadata(meta, cin_meta, args.partitions, args.cin_source, cin_sha,
+                                                    args.note))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
