@@ -14,12 +14,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a bare checkout too
-
-from model.checkpoint import CheckpointError, graft_cin, save_checkpoint, weights_sha256  # noqa: E402
-from pipeline.budget import grafted_metadata  # noqa: E402
+from model.checkpoint import CheckpointError, graft_cin, save_checkpoint, weights_sha256
+from pipeline.budget import grafted_metadata
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

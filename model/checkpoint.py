@@ -228,6 +228,11 @@ def load_checkpoint(
     return net.to(map_location), payload["metadata"]
 
 
+def _config_difference(a: ModelConfig, b: ModelConfig) -> dict[str, tuple[Any, Any]]:
+    """The fields where two model configs differ: name -> (a's value, b's value)."""
+    return {k: (v, getattr(b, k)) for k, v in a.to_dict().items() if getattr(b, k) != v}
+
+
 def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | None = None
                         ) -> tuple[TabClustNet, list[dict[str, Any]]]:
     """The weighted mean of the weights of several checkpoints of one architecture (a "model soup").
@@ -271,8 +276,8 @@ def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | N
     base_cfg = loaded[0][0].cfg
     for p, (net, _) in zip(paths[1:], loaded[1:]):
         if net.cfg != base_cfg:
-            diff = {k: (v, getattr(net.cfg, k)) for k, v in base_cfg.to_dict().items() if getattr(net.cfg, k) != v}
-            raise CheckpointError(f"cannot average {paths[0]} and {p}: their model configs differ in {diff}")
+            raise CheckpointError(f"cannot average {paths[0]} and {p}: their model configs differ in "
+                                  f"{_config_difference(base_cfg, net.cfg)}")
     states = [net.state_dict() for net, _ in loaded]
     averaged = {}
     for key, first in states[0].items():
@@ -317,9 +322,8 @@ def graft_cin(partitions: str | os.PathLike, cin_source: str | os.PathLike
     net, meta = load_checkpoint(partitions)
     donor, donor_meta = load_checkpoint(cin_source)
     if donor.cfg != net.cfg:
-        diff = {k: (v, getattr(donor.cfg, k)) for k, v in net.cfg.to_dict().items() if getattr(donor.cfg, k) != v}
         raise CheckpointError(f"cannot graft the CIN of {cin_source} onto {partitions}: their model configs differ "
-                              f"in {diff}")
+                              f"in {_config_difference(net.cfg, donor.cfg)}")
     net.cin.load_state_dict(donor.cin.state_dict(), strict=True)
     net.eval()
     return net, meta, donor_meta
