@@ -43,11 +43,12 @@ class ColumnEmbedding(nn.Module):
         the rows of X are then read against them and none of them is context (``ctx_mask`` is ignored).
         """
         b, n, d = X.shape
-        num = self.numeric(X.clamp(-VALUE_CLIP, VALUE_CLIP).unsqueeze(-1))  # (B, N, D, E)
-        codes = X.round().clamp(min=0).long() % self.max_categories
-        cat = self.categorical(codes)  # (B, N, D, E)
-        cells = torch.where(cat_mask[:, None, :, None], cat, num)
-        cols = cells.permute(0, 2, 1, 3).reshape(b * d, n, -1)  # (B*D, N, E)
+        Xt = X.transpose(1, 2)  # (B, D, N): the cells come out column by column, as the blocks read them
+        cols = self.numeric(Xt.clamp(-VALUE_CLIP, VALUE_CLIP).unsqueeze(-1))  # (B, D, N, E)
+        if torch.is_grad_enabled() or bool(cat_mask.any()):  # (training always: every parameter in the graph)
+            cat = self.categorical(Xt.round().clamp(min=0).long() % self.max_categories)  # (B, D, N, E)
+            cols = torch.where(cat_mask[:, :, None, None], cat, cols)
+        cols = cols.reshape(b * d, n, -1)  # (B*D, N, E)
         ctx = None if summaries is not None else ctx_mask.unsqueeze(1).expand(b, d, n).reshape(b * d, n)
         for i, block in enumerate(self.blocks):
             summary = block.summary(cols, ctx) if summaries is None else summaries[i]
@@ -82,41 +83,64 @@ class RowInteraction(nn.Module):
             # the CLS summary enters gated, starting small (as ReZero), so it does not drown the values' geometry
             self.cls_gate = nn.Parameter(torch.tensor(0.1))
 
-    def forward(self, cells: torch.Tensor, col_mask: torch.Tensor, values: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, cells: torch.Tensor, col_mask: torch.Tensor, values: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
         """cells: (B, N, D, E), col_mask: (B, D), values: (B, N, D) numeric values (0 elsewhere), needed with
-        ``value_skip`` -> rows (B, N, n_cls*E)."""
+        ``value_skip`` -> rows (B, N, n_cls*E).
+
+        ``positions`` (M, D): one table (B = 1), its columns as given, read in M orderings: in member m column c
+        takes position ``positions[m, c]`` (its gain, offset and value code), which gives member m the rows of the
+        table whose columns are permuted to that order (up to float rounding: the cells attend to each other in
+        no order), without permuting the cells -> rows (M, N, n_cls*E).
+        """
         b, n, d, e = cells.shape
         if d > self.column_id.shape[0]:
             raise ValueError(f"the encoder takes at most {self.column_id.shape[0]} features, got {d}")
+        if positions is None:
+            members, gain, ident = b, (1 + self.column_gain[:d])[None], self.column_id[:d][None]  # (1, D, E)
+        else:
+            if b != 1:
+                raise ValueError(f"positions need one table (B = 1), got B = {b}")
+            members, gain, ident = positions.shape[0], 1 + self.column_gain[positions], self.column_id[positions]
+            col_mask = col_mask.expand(members, -1)
+        width = self.n_cls + d
         cpu_inference = not (torch.is_grad_enabled() or cells.is_cuda)
-        if cpu_inference:  # the CLS tokens and the gained cells written once into one buffer (no cat)
-            tokens = cells.new_empty(b, n, self.n_cls + d, e)
-            tokens[:, :, : self.n_cls] = self.cls
-            torch.addcmul(self.column_id[:d], cells, 1 + self.column_gain[:d], out=tokens[:, :, self.n_cls:])
-            tokens = tokens.view(b * n, self.n_cls + d, e)
-        else:  # out= does not differentiate
-            tokens = cells * (1 + self.column_gain[:d]) + self.column_id[:d]
-            tokens = torch.cat([self.cls.expand(b, n, -1, -1), tokens], dim=2).reshape(b * n, self.n_cls + d, e)
         keys = None  # every column present (one table, as the estimator sends): attention needs no mask
         if not (cpu_inference and bool(col_mask.all())):
-            keys = torch.cat([col_mask.new_ones(b, self.n_cls), col_mask], dim=1)  # (B, n_cls+D)
-            keys = keys.unsqueeze(1).expand(b, n, -1).reshape(b * n, -1)
-        step = ROW_CHUNK if cpu_inference else b * n
-        out = []
+            keys = torch.cat([col_mask.new_ones(members, self.n_cls), col_mask], dim=1)  # (members, n_cls+D)
+            keys = keys.unsqueeze(1).expand(members, n, -1).reshape(members * n, -1)
         last = len(self.blocks) - 1
-        for i in range(0, b * n, step):  # rows attend within themselves only: slices give the same result
-            part, part_keys = tokens[i : i + step], None if keys is None else keys[i : i + step]
+        if cpu_inference:
+            # slices of rows (rows attend within themselves only: the same result): each slice's tokens are built
+            # in one buffer (CLS tokens, then the gained cells, no cat) and pass both blocks while in cache
+            cls = cells.new_empty(members * n, self.n_cls, e)
+            for start in range(0, members * n, ROW_CHUNK):
+                stop = min(start + ROW_CHUNK, members * n)
+                part = cells.new_empty(stop - start, width, e)
+                part[:, : self.n_cls] = self.cls
+                for i in range(start // n, (stop - 1) // n + 1):  # the members (tables) the slice holds rows of
+                    lo, hi, t = max(start, i * n), min(stop, (i + 1) * n), 0 if positions is not None else i
+                    g = i if gain.shape[0] > 1 else 0
+                    torch.addcmul(ident[g], cells[t, lo - i * n : hi - i * n], gain[g],
+                                  out=part[lo - start : hi - start, self.n_cls:])
+                part_keys = None if keys is None else keys[start:stop]
+                for j, block in enumerate(self.blocks):
+                    # only the CLS outputs are kept, so the last block computes only theirs (the cells still serve
+                    # as keys): the same values for (n_cls + D) / n_cls times less of that block's query-side work
+                    part = block(part[:, : self.n_cls] if j == last else part, part, part_keys)
+                cls[start:stop] = part
+        else:  # out= does not differentiate
+            tokens = cells * gain[:, None] + ident[:, None]  # (members, N, D, E)
+            tokens = torch.cat([self.cls.expand(members, n, -1, -1), tokens], dim=2).reshape(members * n, width, e)
             for j, block in enumerate(self.blocks):
-                # only the CLS outputs are kept, so the last block computes only theirs (the cells still serve
-                # as keys): the same values for (n_cls + D) / n_cls times less of that block's query-side work
-                part = block(part[:, : self.n_cls] if j == last else part, part, part_keys)
-            out.append(part)
-        cls = out[0] if len(out) == 1 else torch.cat(out)
-        rows = self.norm(cls.reshape(b, n, self.n_cls * e))  # (B, N, d)
+                tokens = block(tokens[:, : self.n_cls] if j == last else tokens, tokens, keys)
+            cls = tokens
+        rows = self.norm(cls.reshape(members, n, self.n_cls * e))  # (members, N, d)
         if self.value_codes is not None:
             if values is None:
                 raise ValueError("value_skip needs the numeric values")
-            rows = self.cls_gate * rows + values @ self.value_codes[:d].to(values.dtype)
+            codes = self.value_codes[:d] if positions is None else self.value_codes[positions]  # (D | M x D, d)
+            rows = self.cls_gate * rows + values @ codes.to(values.dtype)
         return rows
 
 
@@ -138,12 +162,17 @@ class CategoricalSkip(nn.Module):
         self.codes = nn.Parameter(codes / codes.norm(dim=-1, keepdim=True))
 
     def forward(self, X: torch.Tensor, col_mask: torch.Tensor, cat_mask: torch.Tensor,
-                ctx_mask: torch.Tensor | None, mean: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                ctx_mask: torch.Tensor | None, mean: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """X: (B, N, D) with categorical codes in the ``cat_mask`` columns -> ((B, N, d_model), the context mean
-        (B, 1, d_model) it was centred by). ``mean``: a context's mean, recorded earlier (``ctx_mask`` ignored)."""
+        (B, 1, d_model) it was centred by). ``mean``: a context's mean, recorded earlier (``ctx_mask`` ignored).
+        ``positions`` (M, D): one table read in M orderings, as :meth:`RowInteraction.forward` (B = M out)."""
         b, n, d = X.shape
         codes = X.round().clamp(min=0).long() % self.max_categories  # as the cell embedding reads them
-        index = codes + torch.arange(d, device=X.device) * self.max_categories  # (B, N, D): column, category
+        if positions is None:
+            positions = torch.arange(d, device=X.device)[None]
+        index = codes + positions[:, None, :] * self.max_categories  # (B | M, N, D): column position, category
+        b = index.shape[0]
         weight = (cat_mask & col_mask)[:, None, :].expand(b, n, d).to(self.codes.dtype)
         out = nn.functional.embedding_bag(index.reshape(b * n, d), self.codes, mode="sum",
                                           per_sample_weights=weight.reshape(b * n, d)).view(b, n, -1)
@@ -188,9 +217,9 @@ class Encoder(nn.Module):
         if orders is None:
             return self._encode(X, col_mask, cat_mask, ctx_mask)
         record: list[torch.Tensor] = []
-        X, col_mask, cat_mask, cells = self._ordered_cells(X, col_mask, cat_mask, ctx_mask, orders, record=record)
+        cells, positions = self._ordered_cells(X, cat_mask, ctx_mask, orders, record=record)
         m = orders.shape[0]
-        rows, encoded = self._encode(X, col_mask, cat_mask, ctx_mask.expand(m, -1), cells=cells)
+        rows, encoded = self._encode(X, col_mask, cat_mask, ctx_mask, cells=cells, positions=positions)
         summaries = [s[orders].reshape(m * orders.shape[1], *s.shape[1:]) for s in record]  # (M*D, m, E) each
         return rows, EncoderContext(summaries, encoded.cat_mean, table_summaries=record)
 
@@ -206,22 +235,22 @@ class Encoder(nn.Module):
             return self._encode(X, col_mask, cat_mask, None, context)[0]
         if context.table_summaries is None:
             raise ValueError("orders need a context recorded with orders (encode_context(..., orders=))")
-        X, col_mask, cat_mask, cells = self._ordered_cells(X, col_mask, cat_mask, None, orders,
-                                                           summaries=context.table_summaries)
-        return self._encode(X, col_mask, cat_mask, None, context, cells=cells)[0]
+        cells, positions = self._ordered_cells(X, cat_mask, None, orders, summaries=context.table_summaries)
+        return self._encode(X, col_mask, cat_mask, None, context, cells=cells, positions=positions)[0]
 
-    def _ordered_cells(self, X, col_mask, cat_mask, ctx_mask, orders, summaries=None, record=None):
-        """One table X (B = 1) -> (X, col_mask, cat_mask, cells) in every ordering of its columns (B = M), the
-        column embedding computed once: it does not depend on the order of the columns."""
+    def _ordered_cells(self, X, cat_mask, ctx_mask, orders, summaries=None, record=None):
+        """One table X (B = 1) -> its column embedding, computed once (it does not depend on the order of the
+        columns), and where each ordering puts each column: ``positions[m, orders[m, p]] = p`` (M, D). The row
+        interaction then reads the columns as given, each at its position in each ordering."""
         if X.shape[0] != 1:
             raise ValueError(f"orders need one table (B = 1), got B = {X.shape[0]}")
-        cells = self.columns(X, cat_mask, ctx_mask, summaries, record)[0][:, orders].transpose(0, 1)  # (M,N,D,E)
-        return X[0][:, orders].transpose(0, 1), col_mask[0][orders], cat_mask[0][orders], cells
+        return self.columns(X, cat_mask, ctx_mask, summaries, record), torch.argsort(orders, dim=1)
 
     def _encode(self, X, col_mask, cat_mask, ctx_mask, context: EncoderContext | None = None,
-                cells: torch.Tensor | None = None):
+                cells: torch.Tensor | None = None, positions: torch.Tensor | None = None):
         """``context``: rows read against a recorded context (none of them context); ``cells``: the column
-        embedding, already computed (the summaries it recorded are then the caller's)."""
+        embedding, already computed (the summaries it recorded are then the caller's); ``positions``: one table
+        in several orderings (:meth:`_ordered_cells`)."""
         values = None
         if self.rows.value_codes is not None:  # numeric columns only: categorical codes are not magnitudes
             keep = (col_mask & ~cat_mask)[:, None, :]
@@ -230,10 +259,14 @@ class Encoder(nn.Module):
         record: list[torch.Tensor] | None = [] if context is None else None
         if cells is None:
             cells = self.columns(X, cat_mask, ctx_mask, summaries, record)
-        rows = self.rows(cells, col_mask, values)
+        rows = self.rows(cells, col_mask, values, positions)
         cat_mean = None
-        if self.categories is not None:
+        if context is not None:
+            categorical = context.cat_mean is not None  # the context's table, so the same columns
+        else:  # without a categorical column the skip adds zeros: inference skips it (training keeps the graph)
+            categorical = torch.is_grad_enabled() or bool((cat_mask & col_mask).any())
+        if self.categories is not None and categorical:
             skip, cat_mean = self.categories(X, col_mask, cat_mask, ctx_mask,
-                                             None if context is None else context.cat_mean)
+                                             None if context is None else context.cat_mean, positions)
             rows = rows + skip.to(rows.dtype)
         return rows, (context if context is not None else EncoderContext(record, cat_mean))

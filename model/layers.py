@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from math import inf
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -130,12 +132,16 @@ class CompetitiveMAB(MAB):
         s, h, gk, _ = q.shape
         g = groups
         nk_proto = gk // g
-        logits = (q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5).view(s, h, g, nk_proto, -1)  # (S, H, G, K, T)
+        # the scale on the queries, not on the (rows times larger) logits; the same values up to float rounding
+        logits = ((q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2)).view(s, h, g, nk_proto, -1)  # (S, H, G, K, T)
+        cpu_inference = not (torch.is_grad_enabled() or q.is_cuda)
         if query_mask is not None:
-            mask = query_mask.view(s, g, nk_proto)[:, None, :, :, None]
-            logits = logits.masked_fill(~mask, float("-inf"))
+            mask = ~query_mask.view(s, g, nk_proto)[:, None, :, :, None]
+            # without gradients the fresh logits are filled in place (no second tensor of their size)
+            logits = logits.masked_fill(mask, -inf) if torch.is_grad_enabled() else logits.masked_fill_(mask, -inf)
         attn = torch.softmax(logits, dim=3).view(s, h, gk, -1)  # over each set's prototypes, per row
-        if key_mask is not None:
+        if key_mask is not None and not (cpu_inference and bool(key_mask.all())):  # all rows present: nothing to do
             attn = attn * key_mask[:, None, None, :].to(attn.dtype)
-        attn = attn / (attn.sum(-1, keepdim=True) + 1e-6)  # weighted mean over rows
-        return attn @ v  # (S, H, G*K, E/H)
+        # weighted mean over rows: each prototype's sum of weighted values over its total weight (dividing the
+        # small output, not the weights)
+        return (attn @ v) / (attn.sum(-1, keepdim=True) + 1e-6)  # (S, H, G*K, E/H)

@@ -561,3 +561,65 @@ def test_row_interaction_cpu_inference_path_matches_the_training_path(net, missi
         fast = rows(cells, col_mask, values)
     assert plain.requires_grad and not fast.requires_grad
     torch.testing.assert_close(fast, plain.detach(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_row_interaction_reads_each_member_at_its_positions_as_the_table_permuted_to_its_order(grad):
+    """``positions``: one table's cells read in several column orderings without permuting them (the estimator's
+    ensemble) give each member the rows of the table permuted to its order, in CPU inference (slices of rows that
+    cross members: 3 x 300 rows > one slice) and on the plain path alike."""
+    from model.encoder import ROW_CHUNK
+
+    torch.manual_seed(0)
+    rows = TabClustNet(ModelConfig.preset("small")).eval().encoder.rows
+    n, d, e = 300, 6, rows.cls.shape[-1]
+    assert 3 * n > ROW_CHUNK
+    g = torch.Generator().manual_seed(2)
+    cells, values = torch.randn(1, n, d, e, generator=g), torch.randn(1, n, d, generator=g)
+    col_mask = torch.ones(1, d, dtype=torch.bool)
+    orders = torch.stack([torch.arange(d), torch.tensor([5, 3, 1, 0, 2, 4]), torch.tensor([2, 0, 4, 5, 1, 3])])
+    with torch.no_grad():
+        permuted = rows(cells[0][:, orders].transpose(0, 1), col_mask.expand(3, -1),
+                        values[0][:, orders].transpose(0, 1))
+    with torch.set_grad_enabled(grad):
+        read = rows(cells, col_mask, values, positions=torch.argsort(orders, dim=1))
+    assert read.shape == (3, n, rows.norm.normalized_shape[0])
+    torch.testing.assert_close(read.detach(), permuted, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="one table"):
+        rows(cells.expand(2, -1, -1, -1), col_mask.expand(2, -1), values.expand(2, -1, -1),
+             positions=torch.argsort(orders, dim=1))
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_inference_encodes_a_table_as_training_does_whether_or_not_it_has_categorical_columns(categorical):
+    """Inference skips the categorical embedding and the categorical skip of a table without categorical columns
+    (they would add nothing); training keeps them in the graph. The rows are the same either way."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("small")).eval()
+    n, d = 60, 5
+    X = torch.randn(1, n, d)
+    cat = torch.zeros(1, d, dtype=torch.bool)
+    if categorical:
+        X[0, :, 2] = torch.randint(0, 4, (n,)).float()
+        cat[0, 2] = True
+    masks = (torch.ones(1, n, dtype=torch.bool), torch.ones(1, d, dtype=torch.bool), cat)
+    with torch.enable_grad():
+        trained_path = net.encode(X, *masks)
+    with torch.no_grad():
+        inferred = net.encode(X, *masks)
+    torch.testing.assert_close(inferred, trained_path.detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_competing_prototypes_read_rows_alike_with_an_all_present_mask_or_none_needed():
+    """In CPU inference a key mask with every row present is not applied (it would multiply by one): the same
+    prototypes as the path that applies it."""
+    torch.manual_seed(0)
+    block = CompetitiveMAB(8, 2).eval()
+    x, y = torch.randn(3, 4, 8), torch.randn(3, 20, 8)
+    key_mask = torch.ones(3, 20, dtype=torch.bool)
+    query_mask = torch.arange(4)[None, :] < torch.tensor([2, 3, 4])[:, None]
+    with torch.enable_grad():
+        applied = block(x, y, key_mask, query_mask)
+    with torch.no_grad():
+        skipped = block(x, y, key_mask, query_mask)
+    torch.testing.assert_close(skipped, applied.detach(), rtol=1e-5, atol=1e-6)
