@@ -1,7 +1,8 @@
 """Starting or joining Ray the same way from every job.
 
 A job joins the cluster it runs on (``ray job submit`` sets ``RAY_ADDRESS``; a running local head is found
-through its session file) and otherwise starts a private Ray in-process. A small machine gets more logical CPUs
+through its session file, and the job then says which one it joined) and otherwise starts a private Ray
+in-process; ``RAY_ADDRESS=local`` asks for the private one even beside a running cluster. A small machine gets more logical CPUs
 than cores, since a Train worker plus Ray Data actors deadlock on CPU reservations with only two.
 """
 
@@ -26,7 +27,8 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
     ----------
     address : str, optional
         ``"auto"``/``"host:port"`` to join a cluster, ``"local"`` to force a fresh in-process instance,
-        None to join a running cluster when one is found and start a local one otherwise.
+        None to join a running cluster when one is found (with a warning naming it) and start a local one
+        otherwise; with None, ``RAY_ADDRESS`` decides when set (``local`` as ``"local"``).
     num_cpus : int, optional
         Logical CPUs of a locally started Ray; default ``max(os.cpu_count(), MIN_LOCAL_CPUS)``.
     quiet : bool
@@ -41,14 +43,23 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
     kwargs: dict = {"include_dashboard": False, "log_to_driver": not quiet}
     if quiet:
         kwargs["logging_level"] = logging.WARNING
-    if address is None and not os.environ.get("RAY_ADDRESS"):
+    env_address = os.environ.get("RAY_ADDRESS")
+    if address is None and env_address == "local":
+        address = "local"  # a private Ray, with the logical CPUs it needs here
+    if address is None and not env_address:
         try:
-            ray.init(address="auto", **kwargs)
-            logger.info("joined the running Ray cluster")
-            return True
+            context = ray.init(address="auto", **kwargs)
         except (ConnectionError, RuntimeError):
             address = "local"
-    if address == "local" or (address is None and not os.environ.get("RAY_ADDRESS")):
+        else:
+            # joined without being asked to: say which cluster, since one left behind by a killed run (or a
+            # `ray start` of another user) takes the job down with it when it stops
+            info = getattr(context, "address_info", None) or {}
+            logger.warning("joined the Ray cluster already running at %s (%s CPUs); set RAY_ADDRESS=local to run "
+                           "on a private one instead", info.get("gcs_address") or info.get("address") or "?",
+                           _cpus())
+            return True
+    if address == "local":
         cpus = num_cpus if num_cpus is not None else max(os.cpu_count() or 1, MIN_LOCAL_CPUS)
         if dashboard:
             kwargs.update(include_dashboard=True, dashboard_host="127.0.0.1")
@@ -57,3 +68,11 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
         return True
     ray.init(address=address, **kwargs)
     return True
+
+
+def _cpus() -> str:
+    """The joined cluster's CPUs, for the log line ('?' when Ray cannot say)."""
+    try:
+        return f"{ray.cluster_resources().get('CPU', 0):g}"
+    except Exception:  # noqa: BLE001 - a log line must not fail the job
+        return "?"
