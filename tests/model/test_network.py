@@ -623,3 +623,17 @@ def test_competing_prototypes_read_rows_alike_with_an_all_present_mask_or_none_n
     with torch.no_grad():
         skipped = block(x, y, key_mask, query_mask)
     torch.testing.assert_close(skipped, applied.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_block_without_gradients_gives_what_it_gives_with_them():
+    """Without gradients a block writes its residual sums and activation in place: the same outputs (and its
+    inputs untouched)."""
+    torch.manual_seed(0)
+    block = MAB(8, 2).eval()
+    x, y = torch.randn(5, 7, 8), torch.randn(5, 9, 8)
+    x0 = x.clone()
+    with torch.enable_grad():
+        plain = block(x, y)
+    with torch.no_grad():
+        fast = block(x, y)
+    assert torch.equal(fast, plain.detach()) and torch.equal(x, x0)
