@@ -35,6 +35,10 @@ K_SELECTIONS: tuple[str, ...] = ("posterior_mode", "expected_ari")
 DEFAULT_K_SELECTION: KSelection = "expected_ari"
 
 
+#: Contingency codes :func:`cross_ari` holds at once (8 MB of int64): partitions of ``a`` are taken in slices.
+_CROSS_CODES = 2**20
+
+
 def _pairs(counts: np.ndarray) -> np.ndarray:
     counts = counts.astype(np.float64)
     return counts * (counts - 1.0) / 2.0
@@ -59,17 +63,24 @@ def cross_ari(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = a.shape[1]
     width = int(max(a.max(), b.max())) + 1
     total = n * (n - 1) / 2.0
-    sums_a = [_pairs(np.bincount(lab, minlength=width)).sum() for lab in a]
-    sums_b = [_pairs(np.bincount(lab, minlength=width)).sum() for lab in b]
-    out = np.empty((len(a), len(b)))
-    for i, la in enumerate(a):
-        for j, lb in enumerate(b):
-            index = _pairs(np.bincount(la * width + lb, minlength=width * width)).sum()
-            expected = sums_a[i] * sums_b[j] / total if total > 0 else 0.0
-            maximum = (sums_a[i] + sums_b[j]) / 2.0
-            # both partitions trivial (all one cluster, or all singletons): sklearn's 1.0
-            out[i, j] = 1.0 if maximum == expected else (index - expected) / (maximum - expected)
-    return out
+    sums_a = np.array([_pairs(np.bincount(lab, minlength=width)).sum() for lab in a])
+    sums_b = np.array([_pairs(np.bincount(lab, minlength=width)).sum() for lab in b])
+    # every pair's contingency table from one bincount: pair (i, j) counts its cells at offset (i*Q + j) * width^2
+    # (in slices of partitions of a, to bound the memory of the (P, Q, N) codes)
+    cells = width * width
+    step = max(1, _CROSS_CODES // max(1, len(b) * n))
+    index = np.empty((len(a), len(b)))
+    offsets = np.arange(len(b), dtype=np.int64)[:, None] * cells
+    for start in range(0, len(a), step):
+        part = a[start : start + step]
+        codes = part[:, None, :] * width + b[None, :, :] + offsets[None] + \
+            np.arange(len(part), dtype=np.int64)[:, None, None] * (len(b) * cells)
+        counts = np.bincount(codes.ravel(), minlength=len(part) * len(b) * cells)
+        index[start : start + step] = _pairs(counts.reshape(len(part), len(b), cells)).sum(-1)
+    expected = np.outer(sums_a, sums_b) / total if total > 0 else np.zeros((len(a), len(b)))
+    maximum = (sums_a[:, None] + sums_b[None, :]) / 2.0
+    trivial = maximum == expected  # both partitions trivial (all one cluster, or all singletons): sklearn's 1.0
+    return np.where(trivial, 1.0, (index - expected) / np.where(trivial, 1.0, maximum - expected))
 
 
 def pairwise_ari(labels: np.ndarray) -> np.ndarray:

@@ -128,6 +128,21 @@ def test_cross_ari_equals_sklearn_for_every_pair():
         cross_ari(a, b[:, :59])
 
 
+def test_cross_ari_in_slices_of_partitions_equals_one_piece(monkeypatch):
+    """The contingency tables of every pair come from one bincount per slice of ``a``; small slices (one
+    partition at a time) give exactly the one-piece result."""
+    import model.selection as selection
+
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 5, size=(4, 70)), rng.integers(0, 7, size=(3, 70))
+    whole = cross_ari(a, b)
+    monkeypatch.setattr(selection, "_CROSS_CODES", 1)
+    np.testing.assert_array_equal(cross_ari(a, b), whole)
+    for i in range(4):
+        for j in range(3):
+            assert whole[i, j] == pytest.approx(adjusted_rand_score(a[i], b[j]), abs=1e-12)
+
+
 def test_expected_ari_over_one_member_is_the_plain_rule():
     rng = np.random.default_rng(4)
     labels = rng.integers(0, 5, size=(4, 80))
