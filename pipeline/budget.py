@@ -138,14 +138,17 @@ def grafted_metadata(partitions_meta: dict[str, Any], cin_meta: dict[str, Any], 
                      cin_sha256: str, note: str = "") -> dict[str, Any]:
     """Checkpoint metadata for a CIN graft (``model.checkpoint.graft_cin``): the partition network's lineage and
     one ``graft`` phase naming where the CIN came from (file, the sha256 of its CIN weights, the donor's last
-    phase). It trains on nothing, so ``total_tasks_seen`` is the partition network's."""
+    phase, and the donor's whole lineage as ``cin_lineage``, so that the seeds its CIN trained with stay known to
+    :func:`pipeline.config.seeds_used`). It trains on nothing, so ``total_tasks_seen`` is the partition
+    network's."""
     lineage = list(partitions_meta.get("lineage", []))
     donor_lineage = cin_meta.get("lineage", [])
     phase = {"phase": len(lineage) + 1, "run": "graft-cin", "steps": 0, "tasks": 0, "wall_s": 0,
              "device": "none (weights copied)",
              "what": note or f"CIN copied unchanged from {cin_source}; every other weight is {partitions}'s",
              "sources": [str(partitions), str(cin_source)], "cin_sha256": cin_sha256,
-             "cin_source_last_phase": donor_lineage[-1] if donor_lineage else None}
+             "cin_source_last_phase": donor_lineage[-1] if donor_lineage else None,
+             "cin_lineage": list(donor_lineage)}
     total = sum(phase_tasks(ph) for ph in lineage)
     return {"step": 0, "tasks_seen": 0, "total_tasks_seen": total, "lineage": [*lineage, phase],
             "train_config": partitions_meta.get("train_config", {}), "hardware": partitions_meta.get("hardware", "")}

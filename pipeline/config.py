@@ -322,8 +322,9 @@ def train_preset(name: Literal["paper", "small", "tiny"], *, smoke: bool = False
 
 
 def seeds_used(metadata: dict[str, Any]) -> set[int]:
-    """Run seeds a checkpoint's weights were trained with: each lineage phase's (branches of an average
-    included) and its own ``train_config``'s. Phases recorded before seeds were saved contribute nothing."""
+    """Run seeds a checkpoint's weights were trained with: each lineage phase's (branches of an average and the
+    CIN donor's lineage of a graft included) and its own ``train_config``'s. Phases recorded before seeds were
+    saved contribute nothing."""
     used: set[int] = set()
 
     def visit(phases: list[Any]) -> None:
@@ -333,6 +334,7 @@ def seeds_used(metadata: dict[str, Any]) -> set[int]:
                     used.add(phase["seed"])
                 for branch in phase.get("branches", []):
                     visit(branch)
+                visit(phase.get("cin_lineage", []))
 
     visit(metadata.get("lineage", []))
     seed = (metadata.get("train_config") or {}).get("seed")

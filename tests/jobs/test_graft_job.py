@@ -42,6 +42,26 @@ def test_graft_keeps_the_partition_network_and_copies_the_cin_with_its_source_in
     assert meta["total_tasks_seen"] == 1030 and meta["tasks_seen"] == 0
 
 
+def test_a_graft_keeps_the_seeds_its_cin_donor_trained_with(tmp_path):
+    """A later run on the graft must not replay the donor CIN's records: its seeds stay in ``seeds_used``."""
+    from pipeline.config import seeds_used
+
+    job = load_job("graft_cin")
+    parts_meta, donor_meta = _meta("continued", 30), _meta("cin-refit", 7)
+    parts_meta["lineage"][1]["seed"] = 121
+    donor_meta["lineage"][1]["seed"] = 204
+    donor_meta["lineage"].append({"phase": 3, "run": "average", "tasks": 0,
+                                  "branches": [[{"run": "a", "seed": 31}], [{"run": "b", "seed": 32}]]})
+    p_parts = save_checkpoint(tmp_path / "parts.pt", make_tiny_net(1), parts_meta)
+    p_donor = save_checkpoint(tmp_path / "donor.pt", make_tiny_net(2), donor_meta)
+    out = tmp_path / "graft.pt"
+    assert job.main([str(p_parts), str(p_donor), "--out", str(out)]) == 0
+    _, meta = load_checkpoint(out)
+    assert {121, 204, 31, 32} <= seeds_used(meta)
+    assert meta["lineage"][-1]["cin_lineage"] == donor_meta["lineage"]
+    assert meta["total_tasks_seen"] == 1030  # the donor's tasks trained the CIN, not the partitions
+
+
 def test_graft_exits_1_naming_the_config_difference(tmp_path, capsys):
     job = load_job("graft_cin")
     p_parts = save_checkpoint(tmp_path / "parts.pt", make_tiny_net(1), _meta("a", 1))
