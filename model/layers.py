@@ -78,16 +78,18 @@ class MAB(nn.Module):
         if g > 1:
             o = o.view(sk, h, g, nq, -1).transpose(1, 2)  # (S', G, H, Q, E/H)
         o = o.reshape(s, h, nq, -1).transpose(1, 2).reshape(s, nq, e)
-        if torch.is_grad_enabled():
-            x = x + self.out(o)
+        o = self.out(o)
+        if torch.is_grad_enabled() or o.dtype != x.dtype:  # (under autocast the sum must promote, not round)
+            x = x + o
             return x + self.ff(self.ln_ff(x))
         # inference: the residual sums and the activation written into tensors just made for them (three fewer
         # allocations per block, which on CPU are fresh pages for the row interaction's 4.7 MB activations)
-        x = self.out(o).add_(x)
+        x = o.add_(x)
         hidden, act, proj = self.ff
         h = hidden(self.ln_ff(x))
         h = torch.ops.aten.gelu_(h, approximate=act.approximate) if isinstance(act, nn.GELU) else act(h)
-        return proj(h).add_(x)
+        f = proj(h)
+        return f.add_(x) if f.dtype == x.dtype else x + f
 
     def keys_values(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """y: (S, T, E) -> keys and values, (S, H, T, E/H) each."""

@@ -637,3 +637,18 @@ def test_a_block_without_gradients_gives_what_it_gives_with_them():
     with torch.no_grad():
         fast = block(x, y)
     assert torch.equal(fast, plain.detach()) and torch.equal(x, x0)
+
+
+def test_a_block_under_autocast_without_gradients_keeps_the_residual_in_full_precision():
+    """bf16 autocast (GPU training's validation runs so, without gradients): the residual sum promotes to the
+    stream's float32 as it does with gradients, rather than being rounded into the bf16 projection in place."""
+    torch.manual_seed(0)
+    block = MAB(8, 2).eval()
+    x, y = torch.randn(5, 7, 8), torch.randn(5, 9, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.enable_grad():
+            plain = block(x, y)
+        with torch.no_grad():
+            fast = block(x, y)
+    assert fast.dtype == plain.dtype == torch.float32
+    torch.testing.assert_close(fast, plain.detach(), rtol=0, atol=0)
