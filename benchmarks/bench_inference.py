@@ -77,7 +77,10 @@ def data(n: int, d: int = 32, k: int = 5, seed: int = 0) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch intra-op threads (default: torch's). Any torch.set_num_threads call also turns "
+                             "MKL's dynamic threading off, which doubled the CPU attention kernel's time here "
+                             "(PyTorch 2.13; docs/DESIGN.md): leave it unset to time what users get")
     parser.add_argument("--n-estimators", type=int, default=None,
                         help="column orderings (default: the estimator's default)")
     args = parser.parse_args()
