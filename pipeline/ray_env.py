@@ -2,8 +2,8 @@
 
 A job joins the cluster it runs on (``ray job submit`` sets ``RAY_ADDRESS``; a running local head is found
 through its session file, and the job then says which one it joined) and otherwise starts a private Ray
-in-process; ``RAY_ADDRESS=local`` asks for the private one even beside a running cluster. A small machine gets more logical CPUs
-than cores, since a Train worker plus Ray Data actors deadlock on CPU reservations with only two.
+in-process; ``RAY_ADDRESS=local`` asks for the private one even beside a running cluster. A small machine gets
+more logical CPUs than cores, since a Train worker plus Ray Data actors deadlock on CPU reservations with only two.
 """
 
 from __future__ import annotations
