@@ -15,12 +15,15 @@ Run from the repository root: ``.venv/bin/python benchmarks/bench_inference.py [
 (with the package installed, as ``make setup`` does; otherwise prefix ``PYTHONPATH=.``).
 Times are medians over the repeats (the measurements alternate, so load drift on a shared machine hits them
 alike), after one warm-up fit that also loads the network. The ratio is also given per repeat (its quartiles and
-how many repeats meet the goal), since the KMeans sweep alone varies up to 2x between calls on this VM.
+how many repeats meet the goal), since the KMeans sweep alone varies up to 2x between calls on this VM. The
+peer's BLAS kernel is printed first: where the environment pins OpenBLAS to an older kernel (OPENBLAS_CORETYPE)
+the fair figure unsets it for this command alone, as the warning then printed says.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -31,6 +34,7 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from sklearn.metrics import silhouette_score
+from threadpoolctl import threadpool_info
 
 from model.checkpoint import save_checkpoint
 from model.config import ModelConfig
@@ -56,6 +60,22 @@ def ratio_spread(num: list[float], den: list[float]) -> str:
     q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
     return (f"per-repeat ratio quartiles {q[0]:.2f} / {q[1]:.2f} / {q[2]:.2f}, "
             f"<= 1.0 in {sum(x <= 1.0 for x in r)} of {len(r)} repeats")
+
+
+def blas_note(environ: dict, pools: list[dict]) -> str:
+    """Which BLAS kernel the KMeans sweep (numpy/scipy/scikit-learn) runs on, and a warning where the environment
+    forces one: ``OPENBLAS_CORETYPE`` (set on some VMs for old OpenBLAS builds) pins a current OpenBLAS to an older
+    kernel, which slowed the sweep here by about a third (an AVX-512 VM, session 21: 0.23-0.27 s against
+    0.16-0.22 s in alternating runs), flattering the ratio. ``pools``: ``threadpoolctl.threadpool_info()``."""
+    kernels = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')} kernel)"
+                      for p in pools if p.get("user_api") == "blas"})
+    note = f"peer's BLAS: {', '.join(kernels) or 'none found'}"
+    forced = [f"{k}={environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in environ]
+    if forced:
+        note += (f"\nWARNING: {' '.join(forced)} forces the peer's kernel, so the ratio below flatters TabClustPFN;"
+                 " for the fair figure run: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "
+                 ".venv/bin/python benchmarks/bench_inference.py")
+    return note
 
 
 def kmeans_sweep(X: np.ndarray, seed: int) -> int:
@@ -98,6 +118,7 @@ def main() -> None:
             source = "random weights, seed 0"
         print(f"model: small preset ({source}), torch threads={torch.get_num_threads()}, "
               f"repeats={args.repeats}")
+        print(blas_note(dict(os.environ), threadpool_info()))
 
         X1k, X10k = data(1000), data(10_000)
         est = TabClustPFN(checkpoint=ckpt, device="cpu", random_state=0)
