@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.robustness import PERTURBATIONS, heavy_tails, noise_columns, outlier_rows, peer_matrix, report, run
+from benchmarks.robustness import (PERTURBATIONS, discrete_columns, heavy_tails, noise_columns, outlier_rows,
+                                   peer_matrix, report, run)
 from model.estimator import default_checkpoint_path
 
 
@@ -44,6 +45,29 @@ def test_heavy_tails_keep_each_numeric_columns_order_and_stretch_its_tails(table
         assert np.array_equal(np.argsort(Y[:, j], kind="stable"), np.argsort(X[:, j], kind="stable"))
         z = (X[:, j] - X[:, j].mean()) / X[:, j].std()
         assert np.abs(Y[:, j]).max() == pytest.approx(np.abs(z).max() ** 1.5)
+
+
+def test_discrete_columns_round_some_numeric_columns_to_few_ordered_levels_and_leave_the_rest(table):
+    X, cat = table
+    rounded_counts = []
+    for seed in range(20):
+        Y, cat_out = discrete_columns(X, cat, np.random.default_rng(seed))
+        assert cat_out == cat
+        np.testing.assert_array_equal(Y[:, 4], X[:, 4])
+        changed = [j for j in (0, 1, 2, 3, 5) if not np.array_equal(Y[:, j], X[:, j])]
+        assert changed  # at least one column
+        for j in (0, 1, 2, 3, 5):
+            if j in changed:
+                levels = np.unique(Y[:, j])
+                assert set(levels) <= set(range(10)) and 2 <= len(levels) <= 10
+                order = np.argsort(X[:, j], kind="stable")
+                assert np.all(np.diff(Y[order, j]) >= 0)  # monotone in the original values
+        rounded_counts.append(len(changed))
+    assert min(rounded_counts) < 5 and max(rounded_counts) > 1  # a random half, not always one or all
+    only = np.random.default_rng(0).standard_normal((50, 2))
+    Y, _ = discrete_columns(np.column_stack([only, np.zeros(50)]), (2,), np.random.default_rng(3))
+    assert any(len(np.unique(Y[:, j])) <= 10 for j in (0, 1))
+    np.testing.assert_array_equal(discrete_columns(np.ones((5, 1)), (0,), np.random.default_rng(0))[0], 1.0)
 
 
 def test_the_peers_matrix_is_the_evaluations_z_normalised_numbers_and_0_1_one_hot_categories(table):
