@@ -27,3 +27,12 @@ def test_the_live_process_reports_the_blas_that_numpy_loaded():
     import numpy  # noqa: F401  (loads its BLAS into the process)
 
     assert "none found" not in blas_note({}, threadpool_info())
+
+
+def test_the_one_thread_sweep_picks_the_same_k_and_gives_the_thread_pools_back():
+    from benchmarks.bench_inference import data, kmeans_sweep, kmeans_sweep_one_thread
+
+    X = data(200, d=4, k=3)
+    before = [(p["internal_api"], p["num_threads"]) for p in threadpool_info()]
+    assert kmeans_sweep_one_thread(X, 0) == kmeans_sweep(X, 0)
+    assert [(p["internal_api"], p["num_threads"]) for p in threadpool_info()] == before
