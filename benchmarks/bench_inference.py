@@ -18,8 +18,8 @@ alike), after one warm-up fit that also loads the network. The ratio is also giv
 how many repeats meet the goal), since the KMeans sweep alone varies up to 2x between calls on this VM. The
 peer's BLAS kernel is printed first: where the environment pins OpenBLAS to an older kernel (OPENBLAS_CORETYPE)
 the fair figure unsets it for this command alone, as the warning then printed says. The sweep is also timed with
-its thread pools held to one thread (threadpoolctl), which on this 2-core VM is its fastest setting (0.08-0.11 s
-against 0.14-0.24 s at its defaults, session 21): the goal is stated against the sweep as users run it, and this
+its thread pools held to one thread (threadpoolctl), which on this 2-core VM is its fastest setting (0.07-0.12 s
+against 0.14-0.25 s at its defaults, session 21): the goal is stated against the sweep as users run it, and this
 second ratio shows how much of the margin is the peer's threading.
 """
 

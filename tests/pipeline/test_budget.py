@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import time
 
 import pytest
@@ -110,7 +111,7 @@ def _seconds_per_step(cfg, steps: int = 4) -> float:
         batch = to_torch(generate_row(cfg.stream, cfg.seed, layout, i, cfg.model.max_categories), "cpu")
         train_step(net, opt, [batch], i, cfg, torch.device("cpu"))
         times.append(time.perf_counter() - start)
-    return sorted(times[1:])[len(times[1:]) // 2]
+    return statistics.median(times[1:])
 
 
 def test_a_time_scheduled_run_decays_to_the_floor_by_its_deadline_even_when_the_step_estimate_is_far_off(tmp_path):
