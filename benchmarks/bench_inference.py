@@ -34,15 +34,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
-from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from model.checkpoint import save_checkpoint
 from model.config import ModelConfig
 from model.estimator import TabClustPFN, default_checkpoint_path
 from model.network import TabClustNet
+from pipeline.evaluation.methods import silhouette_select
 
 
 def timed(fns: list, repeats: int) -> list[list[float]]:
@@ -82,14 +81,9 @@ def blas_note(environ: dict, pools: list[dict]) -> str:
 
 
 def kmeans_sweep(X: np.ndarray, seed: int) -> int:
-    """K in 2..10 with the best silhouette (what a user does without knowing K)."""
-    best_k, best_score = 2, -np.inf
-    for k in range(2, 11):
-        labels = KMeans(n_clusters=k, random_state=seed).fit_predict(X)
-        score = silhouette_score(X, labels)
-        if score > best_score:
-            best_k, best_score = k, score
-    return best_k
+    """K in 2..10 with the best silhouette (what a user does without knowing K): the evaluation's KMeans+,
+    :func:`pipeline.evaluation.methods.silhouette_select`."""
+    return silhouette_select("KMeans", X, seed)[1]
 
 
 def kmeans_sweep_one_thread(X: np.ndarray, seed: int) -> int:

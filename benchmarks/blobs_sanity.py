@@ -14,22 +14,11 @@ import argparse
 import warnings
 
 import numpy as np
-from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
-from sklearn.metrics import adjusted_rand_score, silhouette_score
+from sklearn.metrics import adjusted_rand_score
 
 from model.estimator import TabClustPFN
-
-
-def kmeans_silhouette(X: np.ndarray, seed: int = 0) -> tuple[int, np.ndarray]:
-    """KMeans for K = 2..10, keeping the K of best silhouette (the suites' KMeans+)."""
-    best = None
-    for k in range(2, 11):
-        labels = KMeans(n_clusters=k, random_state=seed).fit_predict(X)
-        score = silhouette_score(X, labels)
-        if best is None or score > best[0]:
-            best = (score, k, labels)
-    return best[1], best[2]
+from pipeline.evaluation.methods import silhouette_select
 
 
 def run(ns, ds, ks, seeds: int, checkpoint: str | None = None) -> list[dict]:
@@ -42,7 +31,7 @@ def run(ns, ds, ks, seeds: int, checkpoint: str | None = None) -> list[dict]:
                     X, y = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=1.0,
                                       center_box=(-10.0, 10.0), random_state=seed)
                     est.fit(X)
-                    k_km, labels_km = kmeans_silhouette(X)
+                    labels_km, k_km = silhouette_select("KMeans", X, seed=0)  # the suites' KMeans+
                     rows.append({"n": n, "d": d, "k": k, "seed": seed,
                                  "pfn_k": int(est.n_clusters_), "pfn_ari": adjusted_rand_score(y, est.labels_),
                                  "km_k": k_km, "km_ari": adjusted_rand_score(y, labels_km)})

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from benchmarks.blobs_sanity import kmeans_silhouette, report, run
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from benchmarks.blobs_sanity import report, run
+from pipeline.evaluation.methods import silhouette_select
 
 
 def test_every_table_gets_both_methods_k_in_range_and_an_ari(tiny_checkpoint):
@@ -13,12 +17,12 @@ def test_every_table_gets_both_methods_k_in_range_and_an_ari(tiny_checkpoint):
         assert -1.0 <= r["pfn_ari"] <= 1.0 and -1.0 <= r["km_ari"] <= 1.0
 
 
-def test_kmeans_with_silhouette_finds_far_apart_blobs():
-    from sklearn.datasets import make_blobs
-
-    X, y = make_blobs(n_samples=150, n_features=2, centers=[[0, 0], [20, 0], [0, 20]], random_state=0)
-    k, labels = kmeans_silhouette(X)
-    assert k == 3 and len(set(labels)) == 3
+def test_the_kmeans_column_is_the_suites_kmeans_plus(tiny_checkpoint):
+    (row,) = run([80], [3], [4], seeds=1, checkpoint=tiny_checkpoint)
+    X, y = make_blobs(n_samples=80, n_features=3, centers=4, cluster_std=1.0, center_box=(-10.0, 10.0),
+                      random_state=0)
+    labels, k = silhouette_select("KMeans", X, seed=0)
+    assert (row["km_k"], row["km_ari"]) == (k, adjusted_rand_score(y, labels))
 
 
 def test_the_report_counts_right_ks_and_lists_each_pick():
