@@ -14,9 +14,10 @@ import sys
 from model.selection import K_SELECTIONS
 from pipeline.evaluation import EvalConfig, run_evaluation
 from pipeline.evaluation.methods import METHODS
+from pipeline.evaluation.runner import SUITES
 
 EPILOG = f"""methods: {' '.join(m.name for m in METHODS)}
-(* true K, + K in 2..10 by silhouette, no suffix: K inferred). Outputs in --output: results.csv (every
+(* true K, + K in 2..10 by silhouette, -BIC K in 2..10 by BIC, no suffix: K inferred). Outputs in --output: results.csv (every
 method x dataset), datasets.csv, results.md, PNG plots, calibration.csv; all logged to one MLflow run.
 A method that fails or times out on a dataset is recorded as failed; the exit status is 0 when the
 benchmark ran, 1 when it could not run (missing checkpoint or benchmark folder, unknown method)."""
@@ -25,8 +26,9 @@ benchmark ran, 1 when it could not run (missing checkpoint or benchmark folder, 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--suite", action="append", choices=["synthetic", "real"], default=None,
-                   help="suite to run, repeatable (default: synthetic and real, or none when --data is given)")
+    p.add_argument("--suite", action="append", choices=list(SUITES), default=None,
+                   help="suite to run, repeatable (default: synthetic and real, or none when --data is given); "
+                        "dev is the development suite that choices are made on, the others are test suites")
     p.add_argument("--data", default=None, help="also evaluate every Parquet file (with a 'target' column) here")
     p.add_argument("--benchmarks-dir", default=None, help="shared benchmarks folder (default: <repo>/../shared/"
                                                           "benchmarks)")

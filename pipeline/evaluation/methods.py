@@ -1,7 +1,8 @@
 """The compared methods (paper Sec. 4, App. B) and how one of them clusters one dataset.
 
-Names follow the paper: ``X*`` is given the true K, ``X+`` picks K in 2..10 by the best silhouette score, and a
-bare name infers K itself (TabClustPFN through its CIN posterior; AP, DBSCAN, HDBSCAN, OPTICS and MeanShift
+Names follow the paper: ``X*`` is given the true K, ``X+`` picks K in 2..10 by the best silhouette score,
+``GMM-BIC`` (not in the paper; the strongest classical peer on Gaussian-like tables) picks K in 2..10 by the lowest
+BIC of a full-covariance Gaussian mixture, and a bare name infers K itself (TabClustPFN through its CIN posterior; AP, DBSCAN, HDBSCAN, OPTICS and MeanShift
 with scikit-learn defaults; AP has no K argument, so, as in the paper, it runs with defaults only).
 TabClustPFN takes the preprocessed table with its categorical columns; the baselines take
 :meth:`EvalDataset.baseline_matrix` (categoricals one-hot).
@@ -25,7 +26,7 @@ from pipeline.evaluation.metrics import n_found_clusters
 
 logger = logging.getLogger(__name__)
 
-KMode = Literal["true", "silhouette", "auto"]
+KMode = Literal["true", "silhouette", "bic", "auto"]
 SILHOUETTE_K_RANGE = range(2, 11)
 REFERENCE_AUTO = "TabClustPFN"
 REFERENCE_TRUE = "TabClustPFN*"
@@ -45,6 +46,8 @@ def _specs() -> tuple[MethodSpec, ...]:
              MethodSpec("AP", "AP", "auto")]
     for fam in ("Agg", "Birch", "GMM", "KMeans", "Spectral"):
         specs += [MethodSpec(f"{fam}*", fam, "true"), MethodSpec(f"{fam}+", fam, "silhouette")]
+        if fam == "GMM":
+            specs.append(MethodSpec("GMM-BIC", fam, "bic"))
     specs += [MethodSpec(f, f, "auto") for f in ("DBSCAN", "HDBSCAN", "MeanShift", "OPTICS")]
     return tuple(specs)
 
@@ -113,6 +116,29 @@ def silhouette_select(family: str, X: np.ndarray, seed: int,
     return best[1], best[2]
 
 
+def bic_select(X: np.ndarray, seed: int, k_range: range = SILHOUETTE_K_RANGE) -> tuple[np.ndarray, int]:
+    """A full-covariance Gaussian mixture for every K in ``k_range`` (below N); the partition of lowest BIC.
+
+    Ties go to the smaller K; a K whose fit fails (too few rows for its covariances) is skipped.
+    """
+    best: tuple[float, np.ndarray, int] | None = None
+    for k in k_range:
+        if k >= X.shape[0]:
+            break
+        gmm = sklearn_estimator("GMM", k, seed)
+        try:
+            labels = np.asarray(gmm.fit_predict(X))
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            logger.info("GMM-BIC: K=%d failed (%s); skipped", k, exc)
+            continue
+        bic = float(gmm.bic(X))
+        if best is None or bic < best[0]:
+            best = (bic, labels, k)
+    if best is None:
+        raise ValueError(f"GMM-BIC: no K in {k_range.start}..{k_range.stop - 1} could be fitted")
+    return best[1], best[2]
+
+
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
                k_selection: str | None = None, n_estimators: int | None = None) -> dict:
     """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
@@ -140,6 +166,8 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
     start = time.perf_counter()
     if spec.k_mode == "silhouette":
         labels, k_pred = silhouette_select(spec.family, X, seed)
+    elif spec.k_mode == "bic":
+        labels, k_pred = bic_select(X, seed)
     else:
         k = dataset.n_clusters if spec.k_mode == "true" else None
         labels = np.asarray(sklearn_estimator(spec.family, k, seed).fit_predict(X))

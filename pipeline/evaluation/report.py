@@ -7,8 +7,13 @@ the true K (``*``) among themselves. Win rates and the time-vs-rank scatter cove
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import logging
+import os
+import platform
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,9 +23,59 @@ from pipeline.evaluation.methods import REFERENCE_AUTO, REFERENCE_TRUE
 
 logger = logging.getLogger(__name__)
 
-SETTINGS = {"auto": ("silhouette", "auto"), "true": ("true",)}
+SETTINGS = {"auto": ("silhouette", "bic", "auto"), "true": ("true",)}
 SETTING_TITLES = {"auto": "methods that infer or select K", "true": "methods given the true K"}
 REFERENCES = {"auto": REFERENCE_AUTO, "true": REFERENCE_TRUE}
+# the header lines that say where a results file came from, by field; pipeline.evaluation.doc_tables reads them
+PROVENANCE_PREFIXES = {"command": "Command: ", "checkpoint": "Checkpoint: ", "sha256": "Checkpoint sha256: ",
+                       "machine": "Machine: ", "date": "Date: "}
+
+
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_lines(now: dt.datetime | None = None) -> list[str]:
+    """``Machine:`` (OS, CPU model, CPU count, Python and torch versions) and ``Date:`` (UTC) header lines."""
+    import torch
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return [f"{PROVENANCE_PREFIXES['machine']}{platform.system()} {platform.machine()}, {_cpu_model()}, "
+            f"{os.cpu_count()} CPUs; Python {platform.python_version()}, torch {torch.__version__}.",
+            f"{PROVENANCE_PREFIXES['date']}{now.strftime('%Y-%m-%d %H:%M')} UTC."]
+
+
+def checkpoint_line(checkpoint: str | os.PathLike | None) -> str:
+    """``Checkpoint sha256:`` of the weights (``model.checkpoint.weights_sha256`` of the loaded state dict, as
+    stored in and checked against the file) and of the file's bytes; ``checkpoint=None`` is the shipped file."""
+    from model.checkpoint import CheckpointError, read_checkpoint
+    from model.estimator import default_checkpoint_path
+
+    path = Path(checkpoint) if checkpoint is not None else default_checkpoint_path()
+    prefix = PROVENANCE_PREFIXES["sha256"]
+    try:
+        weights = read_checkpoint(path)["sha256"]  # verified equal to weights_sha256(state_dict) on reading
+    except CheckpointError as exc:
+        return f"{prefix}unreadable ({exc})."
+    file_digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return (f"{prefix}`{weights}` (weights: model.checkpoint.weights_sha256 of the state dict; the file "
+            f"`{path.name}` itself: `{file_digest}`).")
+
+
+def provenance_lines(checkpoint: str | os.PathLike | None, *, uses_model: bool = True,
+                     now: dt.datetime | None = None) -> list[str]:
+    """The header lines naming the checkpoint's sha256 (when the model ran), the machine and the date.
+
+    The ``Command:`` line is the caller's (``runner.command_line``)."""
+    return ([checkpoint_line(checkpoint)] if uses_model else []) + machine_lines(now)
 
 
 @dataclass
@@ -146,9 +201,16 @@ def _significance_md(sig: dict) -> list[str]:
 
 
 def render_markdown(analyses: list[SuiteAnalysis], header: list[str], calibration: pd.DataFrame | None,
-                    failures: pd.DataFrame) -> str:
-    """The whole ``results.md``: per suite the rank tables, difficulty split, oracle and significance."""
+                    failures: pd.DataFrame, provenance: list[str] | None = None) -> str:
+    """The whole ``results.md``: per suite the rank tables, difficulty split, oracle and significance.
+
+    ``provenance`` (from :func:`provenance_lines`) follows the header, one line each; by default only the
+    machine and the date (:func:`machine_lines`), since the checkpoint is the caller's to name.
+    """
+    provenance = machine_lines() if provenance is None else provenance
     lines = ["# TabClustPFN evaluation", "", *header, ""]
+    for line in provenance:
+        lines += [line, ""]
     for a in analyses:
         lines += [f"## Suite `{a.suite}` ({a.n_datasets} datasets)", ""]
         for setting, table in a.rank_tables.items():

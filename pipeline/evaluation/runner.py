@@ -30,6 +30,10 @@ from pipeline.evaluation.metrics import clustering_scores
 logger = logging.getLogger(__name__)
 
 QUICK_REAL = ("haberman", "iris", "wine")  # small, one with a categorical column
+#: Tables of each folder suite in quick mode: small ones, with a categorical column among them.
+QUICK_FOLDER = {"real": QUICK_REAL, "openml": ("openml_42585_penguins", "openml_694_diggle_table_a2",
+                                               "openml_53_heart-statlog"), "dev": ("cats", "crabs", "neurocog")}
+SUITES = ("synthetic", *suites.FOLDER_SUITES)
 QUICK_SYNTHETIC = (2, 2)  # GMM, ZEUS datasets
 QUICK_CALIBRATION = 16
 _STARTED = "__task_started__"
@@ -57,9 +61,9 @@ class EvalConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        unknown = set(self.suites) - {"synthetic", "real"}
+        unknown = set(self.suites) - set(SUITES)
         if unknown:
-            raise ValueError(f"unknown suite(s) {sorted(unknown)}: use 'synthetic', 'real' (and --data DIR)")
+            raise ValueError(f"unknown suite(s) {sorted(unknown)}: use any of {', '.join(SUITES)} (and --data DIR)")
         if not self.suites and self.data_dir is None:
             raise ValueError("nothing to evaluate: choose a suite or pass a data folder")
         if not self.timeout_s > 0:  # NaN too
@@ -166,8 +170,9 @@ def load_datasets(cfg: EvalConfig) -> list[suites.EvalDataset]:
     out: list[suites.EvalDataset] = []
     if "synthetic" in cfg.suites:
         out += suites.synthetic_suite(*(QUICK_SYNTHETIC if cfg.quick else (None, None)))
-    if "real" in cfg.suites:
-        out += suites.real_suite(cfg.benchmarks_dir, list(QUICK_REAL) if cfg.quick else None)
+    for name, load in suites.FOLDER_SUITES.items():
+        if name in cfg.suites:
+            out += load(cfg.benchmarks_dir, list(QUICK_FOLDER[name]) if cfg.quick else None)
     if cfg.data_dir is not None:
         out += suites.load_folder(cfg.data_dir, "data", "data")
     names = [d.name for d in out]

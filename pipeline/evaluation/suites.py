@@ -167,8 +167,24 @@ def load_folder(folder: str | Path, suite: str, group: str, names: list[str] | N
 
 
 def real_suite(bench_dir: str | Path | None = None, names: list[str] | None = None) -> list[EvalDataset]:
-    """The 22 UCI datasets of ``<benchmarks>/real`` (or only ``names``)."""
+    """The 22 UCI datasets of ``<benchmarks>/real`` (or only ``names``): a test suite."""
     return load_folder(benchmarks_dir(bench_dir) / "real", "real", "real", names)
+
+
+def openml_suite(bench_dir: str | Path | None = None, names: list[str] | None = None) -> list[EvalDataset]:
+    """The paper's 22 OpenML tables of ``<benchmarks>/openml`` (or only ``names``): a test suite."""
+    return load_folder(benchmarks_dir(bench_dir) / "openml", "openml", "openml", names)
+
+
+def dev_suite(bench_dir: str | Path | None = None, names: list[str] | None = None) -> list[EvalDataset]:
+    """The 23 labelled R-package tables of ``<benchmarks>/dev`` (or only ``names``): the development suite, the
+    real tables that defaults, rules and checkpoints are chosen on (never the test suites)."""
+    return load_folder(benchmarks_dir(bench_dir) / "dev", "dev", "dev", names)
+
+
+#: Suites read from ``<benchmarks>/<name>/`` and their role: "test" suites are reported, never chosen on.
+FOLDER_SUITES = {"real": real_suite, "openml": openml_suite, "dev": dev_suite}
+SUITE_ROLES = {"synthetic": "test", "real": "test", "openml": "test", "dev": "development"}
 
 
 def prior_frame(X: np.ndarray, categorical) -> pd.DataFrame:

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.evaluation.methods import METHODS, QUICK_METHODS, run_method, select_methods, silhouette_select
+from pipeline.evaluation.methods import (METHODS, QUICK_METHODS, bic_select, run_method, select_methods,
+                                         silhouette_select)
 from pipeline.evaluation.suites import EvalDataset
 
 
@@ -20,7 +21,9 @@ def _blobs(k: int, n: int = 150, seed: int = 0) -> EvalDataset:
 
 def test_registry_has_the_papers_methods():
     names = [m.name for m in METHODS]
-    assert len(names) == len(set(names)) == 17  # 2 TabClustPFN + AP + 5 x (true K, silhouette K) + 4 automatic
+    # 2 TabClustPFN + AP + 5 x (true K, silhouette K) + GMM-BIC + 4 automatic
+    assert len(names) == len(set(names)) == 18
+    assert next(m for m in METHODS if m.name == "GMM-BIC").k_mode == "bic"
     for fam in ("Agg", "Birch", "GMM", "KMeans", "Spectral"):
         assert f"{fam}*" in names and f"{fam}+" in names
     assert {"TabClustPFN*", "TabClustPFN", "AP", "DBSCAN", "HDBSCAN", "OPTICS", "MeanShift"} <= set(names)
@@ -35,6 +38,17 @@ def test_silhouette_selection_finds_well_separated_k():
     ds = _blobs(4)
     labels, k = silhouette_select("KMeans", ds.baseline_matrix()[:, :2], seed=0)
     assert k == 4 and len(np.unique(labels)) == 4
+
+
+def test_bic_selection_finds_well_separated_k_and_skips_k_at_or_above_n():
+    ds = _blobs(3)
+    X = ds.baseline_matrix()[:, :2]
+    labels, k = bic_select(X, seed=0)
+    assert k == 3 and len(np.unique(labels)) == 3
+    out = run_method(next(m for m in METHODS if m.name == "GMM-BIC"), ds, seed=0)
+    assert out["k_pred"] == len(np.unique(out["labels"])) and out["labels"].shape == (150,)
+    _, k_small = bic_select(X[:4], seed=0)  # K in 2..3 only: K >= N is never fitted
+    assert k_small in (2, 3)
 
 
 def test_baselines_get_one_hot_categoricals_and_true_k():

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pipeline.evaluation import suites
-from tests.shared_data import needs_real_suite
+from tests.shared_data import needs_dev_suite, needs_openml_suite, needs_real_suite
 
 
 def _write(folder, name, frame):
@@ -85,6 +85,26 @@ def test_real_suite_matches_the_benchmark_readme():
         assert data[name].n_clusters == k
     assert "imputed" in data["wisc"].notes and "imputed" in data["dermatology"].notes
     assert all(np.isfinite(d.baseline_matrix()).all() for d in data.values())
+
+
+@needs_dev_suite
+def test_dev_suite_reads_every_manifest_table_with_its_classes():
+    manifest = pd.read_csv(suites.benchmarks_dir() / "dev" / "manifest.csv").set_index("name")
+    data = {d.name: d for d in suites.dev_suite()}
+    assert set(data) == set(manifest.index)
+    for name, ds in data.items():
+        assert ds.suite == "dev" and ds.n_clusters == manifest.loc[name, "n_classes"]
+        assert len(ds.y) == min(1000, manifest.loc[name, "n_instances"])
+        assert np.isfinite(ds.baseline_matrix()).all()
+    assert suites.SUITE_ROLES["dev"] == "development"
+    assert {suites.SUITE_ROLES[s] for s in ("synthetic", "real", "openml")} == {"test"}
+
+
+@needs_openml_suite
+def test_openml_suite_is_a_test_suite_of_the_papers_tables():
+    data = suites.openml_suite(names=["openml_42585_penguins"])
+    assert [d.name for d in data] == ["openml_42585_penguins"] and data[0].suite == "openml"
+    assert data[0].n_clusters == 3
 
 
 def test_synthetic_datasets_have_the_papers_sizes_and_reserved_seeds():
