@@ -15,8 +15,8 @@ import argparse
 import logging
 import sys
 
-from model.checkpoint import CheckpointError, average_checkpoints, save_checkpoint
-from pipeline.budget import averaged_metadata
+from model.checkpoint import CheckpointError, save_checkpoint
+from model.lineage import average_checkpoints
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,11 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     weights = args.weights or [1.0] * len(args.checkpoints)
     try:
-        net, metadatas = average_checkpoints(args.checkpoints, weights)
+        net, metadata = average_checkpoints(args.checkpoints, weights, note=args.note)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    save_checkpoint(args.out, net, averaged_metadata(metadatas, args.checkpoints, weights, args.note))
+    save_checkpoint(args.out, net, metadata)
     return 0
 
 

@@ -15,8 +15,8 @@ import argparse
 import logging
 import sys
 
-from model.checkpoint import CheckpointError, graft_cin, save_checkpoint, weights_sha256
-from pipeline.budget import grafted_metadata
+from model.checkpoint import CheckpointError, save_checkpoint
+from model.lineage import graft_cin
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -32,13 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     try:
-        net, meta, cin_meta = graft_cin(args.partitions, args.cin_source)
+        net, metadata = graft_cin(args.partitions, args.cin_source, note=args.note)
     except CheckpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    cin_sha = weights_sha256(net.cin.state_dict())
-    save_checkpoint(args.out, net, grafted_metadata(meta, cin_meta, args.partitions, args.cin_source, cin_sha,
-                                                    args.note))
+    save_checkpoint(args.out, net, metadata)
     return 0
 
 

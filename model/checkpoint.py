@@ -10,6 +10,9 @@ Layout (``FORMAT_VERSION`` 1)::
         "sha256": "hex digest",     # of the weights, see weights_sha256
     }
 
+The metadata's ``lineage`` (the phases that produced the weights) and the checkpoints made from checkpoints
+(averages, CIN grafts) are :mod:`model.lineage`'s.
+
 Every way a file can be unusable raises :class:`CheckpointError` (a ``ValueError``) that says what is wrong.
 """
 
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import pickle
 import re
@@ -226,104 +228,3 @@ def load_checkpoint(
     net.load_state_dict(state, strict=True)
     net.eval()
     return net.to(map_location), payload["metadata"]
-
-
-def _config_difference(a: ModelConfig, b: ModelConfig) -> dict[str, tuple[Any, Any]]:
-    """The fields where two model configs differ: name -> (a's value, b's value)."""
-    return {k: (v, getattr(b, k)) for k, v in a.to_dict().items() if getattr(b, k) != v}
-
-
-def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | None = None
-                        ) -> tuple[TabClustNet, list[dict[str, Any]]]:
-    """The weighted mean of the weights of several checkpoints of one architecture (a "model soup").
-
-    Averaging runs fine-tuned from one parent (same init, different prior tasks) usually lands in a flatter
-    region of the loss than either run alone; averaging unrelated runs does not work, so check the result.
-
-    Parameters
-    ----------
-    paths : list of paths
-        At least two checkpoints with equal model configs.
-    weights : list of float, optional
-        Finite non-negative mixing weights, not all 0 (normalised to sum 1); default: equal.
-
-    Returns
-    -------
-    net : TabClustNet
-        The averaged network, in eval mode on the CPU.
-    metadatas : list of dict
-        Each input's metadata, in order (for the caller's lineage record).
-
-    Raises
-    ------
-    CheckpointError
-        Fewer than two paths, an unusable file, different model configs, or non-float tensors (buffers) that
-        differ between the files.
-    ValueError
-        Bad ``weights``.
-    """
-    if len(paths) < 2:
-        raise CheckpointError(f"averaging needs at least two checkpoints, got {len(paths)}")
-    if weights is None:
-        weights = [1.0] * len(paths)
-    if len(weights) != len(paths) or not all(math.isfinite(w) and w >= 0 for w in weights) or max(weights) <= 0:
-        # an infinite weight would normalise to inf/inf = NaN and write a NaN model
-        raise ValueError(f"weights must be {len(paths)} finite non-negative numbers with a positive sum, got {weights}")
-    top = max(float(w) for w in weights)  # scaled first: a sum of huge finite weights could overflow
-    mix = [float(w) / top for w in weights]
-    mix = [w / sum(mix) for w in mix]
-    loaded = [load_checkpoint(p) for p in paths]
-    base_cfg = loaded[0][0].cfg
-    for p, (net, _) in zip(paths[1:], loaded[1:]):
-        if net.cfg != base_cfg:
-            raise CheckpointError(f"cannot average {paths[0]} and {p}: their model configs differ in "
-                                  f"{_config_difference(base_cfg, net.cfg)}")
-    states = [net.state_dict() for net, _ in loaded]
-    averaged = {}
-    for key, first in states[0].items():
-        if torch.is_floating_point(first):
-            averaged[key] = sum(w * s[key].double() for w, s in zip(mix, states)).to(first.dtype)
-        else:
-            if any(not torch.equal(first, s[key]) for s in states[1:]):
-                raise CheckpointError(f"cannot average: the non-float tensor {key!r} differs between the files")
-            averaged[key] = first.clone()
-    net = TabClustNet(base_cfg)
-    net.load_state_dict(averaged, strict=True)
-    net.eval()
-    return net, [meta for _, meta in loaded]
-
-
-def graft_cin(partitions: str | os.PathLike, cin_source: str | os.PathLike
-              ) -> tuple[TabClustNet, dict[str, Any], dict[str, Any]]:
-    """One checkpoint's partition network with another's cardinality network (CIN) copied in unchanged.
-
-    CIN reads only the partitions' Gram fingerprints, so a CIN fitted to a parent network can serve a network
-    continued from it; whether it serves it better than a refit is for the caller to measure.
-
-    Parameters
-    ----------
-    partitions : path
-        The checkpoint whose every weight outside ``cin`` is kept.
-    cin_source : path
-        The checkpoint whose ``cin`` weights are copied; its model config must equal the first's.
-
-    Returns
-    -------
-    net : TabClustNet
-        The grafted network, in eval mode on the CPU.
-    partitions_metadata, cin_metadata : dict
-        Each input's metadata (for the caller's lineage record).
-
-    Raises
-    ------
-    CheckpointError
-        An unusable file or different model configs.
-    """
-    net, meta = load_checkpoint(partitions)
-    donor, donor_meta = load_checkpoint(cin_source)
-    if donor.cfg != net.cfg:
-        raise CheckpointError(f"cannot graft the CIN of {cin_source} onto {partitions}: their model configs differ "
-                              f"in {_config_difference(net.cfg, donor.cfg)}")
-    net.cin.load_state_dict(donor.cin.state_dict(), strict=True)
-    net.eval()
-    return net, meta, donor_meta

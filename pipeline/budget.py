@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from model.checkpoint import read_checkpoint, save_checkpoint
+from model.lineage import inherited_lineage
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_to_dict
 from pipeline.train_loop import run_local
 from pipeline.train_state import cosine_lr
@@ -90,68 +91,6 @@ def _device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"{platform.machine()} CPU ({torch.get_num_threads()} torch threads)"
-
-
-def _lineage(init_checkpoint: str | None) -> tuple[list[dict[str, Any]], int]:
-    """The init checkpoint's recorded training phases and total tasks (empty, 0 without one)."""
-    if not init_checkpoint:
-        return [], 0
-    meta = read_checkpoint(init_checkpoint)["metadata"]
-    return list(meta.get("lineage", [])), int(meta.get("total_tasks_seen", meta.get("tasks_seen", 0)))
-
-
-def phase_tasks(phase: dict[str, Any]) -> int:
-    """Tasks one lineage phase trained on: its own, plus its branches' when it is an average of runs.
-
-    An ``average`` phase trains on nothing itself (``tasks`` 0); the runs it averages are its ``branches``, which
-    may hold averages in turn.
-    """
-    return int(phase.get("tasks", 0)) + sum(phase_tasks(p) for br in phase.get("branches", []) for p in br)
-
-
-def averaged_metadata(metadatas: list[dict[str, Any]], sources: list[str], weights: list[float],
-                      note: str = "") -> dict[str, Any]:
-    """Checkpoint metadata for the weight average of runs (``model.checkpoint.average_checkpoints``).
-
-    The lineages' common prefix (the shared parent's phases) is kept once; the phases after it become the
-    ``branches`` of one new ``average`` phase, so ``total_tasks_seen`` counts the parent's tasks once and every
-    branch's new tasks.
-    """
-    lineages = [list(m.get("lineage", [])) for m in metadatas]
-    prefix = 0
-    while all(len(lin) > prefix for lin in lineages) and all(lin[prefix] == lineages[0][prefix] for lin in lineages):
-        prefix += 1
-    common = lineages[0][:prefix]
-    branches = [lin[prefix:] for lin in lineages]
-    branch_tasks = sum(phase_tasks(ph) for br in branches for ph in br)
-    total = sum(phase_tasks(ph) for ph in common) + branch_tasks
-    mix = [float(w) / sum(weights) for w in weights]
-    phase = {"phase": prefix + 1, "run": "average", "steps": 0, "tasks": 0, "wall_s": 0,
-             "device": "none (arithmetic on weights)",
-             "what": note or f"weighted mean of the weights of {len(sources)} runs from one parent",
-             "sources": [str(s) for s in sources], "weights": [round(w, 6) for w in mix], "branches": branches}
-    return {"step": 0, "tasks_seen": branch_tasks, "total_tasks_seen": total, "lineage": [*common, phase],
-            "train_config": metadatas[0].get("train_config", {}), "hardware": metadatas[0].get("hardware", "")}
-
-
-def grafted_metadata(partitions_meta: dict[str, Any], cin_meta: dict[str, Any], partitions: str, cin_source: str,
-                     cin_sha256: str, note: str = "") -> dict[str, Any]:
-    """Checkpoint metadata for a CIN graft (``model.checkpoint.graft_cin``): the partition network's lineage and
-    one ``graft`` phase naming where the CIN came from (file, the sha256 of its CIN weights, the donor's last
-    phase, and the donor's whole lineage as ``cin_lineage``, so that the seeds its CIN trained with stay known to
-    :func:`pipeline.config.seeds_used`). It trains on nothing, so ``total_tasks_seen`` is the partition
-    network's."""
-    lineage = list(partitions_meta.get("lineage", []))
-    donor_lineage = cin_meta.get("lineage", [])
-    phase = {"phase": len(lineage) + 1, "run": "graft-cin", "steps": 0, "tasks": 0, "wall_s": 0,
-             "device": "none (weights copied)",
-             "what": note or f"CIN copied unchanged from {cin_source}; every other weight is {partitions}'s",
-             "sources": [str(partitions), str(cin_source)], "cin_sha256": cin_sha256,
-             "cin_source_last_phase": donor_lineage[-1] if donor_lineage else None,
-             "cin_lineage": list(donor_lineage)}
-    total = sum(phase_tasks(ph) for ph in lineage)
-    return {"step": 0, "tasks_seen": 0, "total_tasks_seen": total, "lineage": [*lineage, phase],
-            "train_config": partitions_meta.get("train_config", {}), "hardware": partitions_meta.get("hardware", "")}
 
 
 def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, *, device: str = "cpu",
@@ -247,7 +186,8 @@ def pretrain_for_budget(cfg: TrainConfig, budget_s: float, out_dir: str | Path, 
                 val_s, left, f"~{estimate} steps, cosine over the time to the deadline (at most {max_steps} steps)"
                 if schedule == "time" else f"{max_steps} steps")
 
-    lineage, prior_tasks = _lineage(cfg.init_checkpoint)
+    lineage, prior_tasks = (inherited_lineage(read_checkpoint(cfg.init_checkpoint)["metadata"])
+                            if cfg.init_checkpoint else ([], 0))
     history_path = out / HISTORY_FILE
     history_path.write_text("")
     started = time.time()

@@ -47,6 +47,7 @@ from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.cin_refit import CardinalityRecords, collect_records, fit_cin, member_posteriors, \
     select_from_records, summarize
 from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.lineage import inherited_lineage
 from pipeline.config import seeds_used
 from pipeline.prior_stream import RUN_SEED_STRIDE, validation_seeds
 from priors import PriorConfig
@@ -333,7 +334,7 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
                                  "paired_ari": one_paired}
 
     net.cin.load_state_dict(cin.state_dict())
-    lineage = list(metadata.get("lineage", []))
+    lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
     tables = cfg.tasks + cfg.one_mode_tasks
     one_mode_what = "" if one_mode is None else (
@@ -347,10 +348,10 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
              "cin_refit": {"before": before, "after": after, "paired_ari": paired,
                            **({"one_mode": one_mode_summary} if one_mode_summary else {})}}
     # step, tasks_seen, hardware and mlflow_run_id describe the session that made a checkpoint: the parent's are
-    # in its lineage phase and its MLflow run, not this one's (as for an average, pipeline.budget.averaged_metadata)
+    # in its lineage phase and its MLflow run, not this one's (as for an average, model.lineage.averaged_metadata)
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
                 "step": 0, "tasks_seen": tables, "hardware": phase["device"], "lineage": [*lineage, phase],
-                "total_tasks_seen": int(metadata.get("total_tasks_seen", metadata.get("tasks_seen", 0))) + tables}
+                "total_tasks_seen": inherited_tasks + tables}
     save_checkpoint(out / MODEL_FILE, net, new_meta)
     summary = {"checkpoint": str(cfg.checkpoint), "config": {k: (list(v) if isinstance(v, tuple) else v)
                                                             for k, v in dataclasses.asdict(cfg).items()},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from model.checkpoint import load_checkpoint, save_checkpoint
-from pipeline.budget import averaged_metadata
 from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
 
@@ -19,31 +18,6 @@ def _meta(branch: list[dict]) -> dict:
     lineage = parent + branch
     return {"step": 5, "tasks_seen": branch[-1]["tasks"], "lineage": lineage, "hardware": "cpu",
             "total_tasks_seen": sum(p["tasks"] for p in lineage), "train_config": {"seed": 1}}
-
-
-def test_averaged_metadata_keeps_the_parent_once_and_the_runs_as_branches():
-    a = _meta([{"phase": 3, "run": "a", "tasks": 30}])
-    b = _meta([{"phase": 3, "run": "b", "tasks": 50}])
-    meta = averaged_metadata([a, b], ["ra.pt", "rb.pt"], [1.0, 3.0], note="soup")
-    assert [p["run"] for p in meta["lineage"]] == ["gpu", "cpu", "average"]
-    last = meta["lineage"][-1]
-    assert last["phase"] == 3 and last["what"] == "soup" and last["weights"] == [0.25, 0.75]
-    assert last["branches"] == [a["lineage"][2:], b["lineage"][2:]] and last["sources"] == ["ra.pt", "rb.pt"]
-    assert meta["total_tasks_seen"] == 1000 + 100 + 30 + 50 and meta["tasks_seen"] == 80
-
-
-def test_averaged_metadata_counts_the_tasks_of_averages_inside_the_lineage():
-    # a soup in the shared parent, and a soup of soups: their runs' tasks sit in "branches", not in "tasks"
-    inner = averaged_metadata([_meta([{"phase": 3, "run": "x", "tasks": 7}]),
-                               _meta([{"phase": 3, "run": "y", "tasks": 11}])], ["x.pt", "y.pt"], [1.0, 1.0])
-    assert inner["total_tasks_seen"] == 1000 + 100 + 7 + 11
-    later = {**inner, "lineage": [*inner["lineage"], {"phase": 4, "run": "z", "tasks": 5}]}
-    other = {**inner, "lineage": [*inner["lineage"], {"phase": 4, "run": "w", "tasks": 3}]}
-    meta = averaged_metadata([later, other], ["z.pt", "w.pt"], [1.0, 1.0])
-    assert meta["total_tasks_seen"] == 1000 + 100 + 7 + 11 + 5 + 3 and meta["tasks_seen"] == 8
-    nested = averaged_metadata([later, _meta([{"phase": 3, "run": "v", "tasks": 2}])], ["z.pt", "v.pt"], [1, 1])
-    assert nested["tasks_seen"] == 7 + 11 + 5 + 2  # the first branch holds the inner soup and its runs
-    assert nested["total_tasks_seen"] == 1000 + 100 + 7 + 11 + 5 + 2
 
 
 def test_job_writes_the_average_and_exits_1_on_a_mismatch(tmp_path, capsys):

@@ -13,7 +13,6 @@ import torch
 from model.checkpoint import (
     FORMAT_VERSION,
     CheckpointError,
-    average_checkpoints,
     load_checkpoint,
     read_checkpoint,
     save_checkpoint,
@@ -215,29 +214,3 @@ def test_read_checkpoint_returns_the_validated_dict_without_building_a_net(tmp_p
     payload = read_checkpoint(path)
     assert payload["sha256"] == weights_sha256(net.state_dict())
     assert payload["metadata"] == {"steps": 5}
-
-
-def test_average_of_checkpoints_is_the_weighted_mean_of_every_weight(tmp_path):
-    a, b = make_tiny_net(1), make_tiny_net(2)
-    pa = save_checkpoint(tmp_path / "a.pt", a, {"tasks_seen": 1})
-    pb = save_checkpoint(tmp_path / "b.pt", b, {"tasks_seen": 2})
-    net, metas = average_checkpoints([pa, pb], [3.0, 1.0])
-    assert metas == [{"tasks_seen": 1}, {"tasks_seen": 2}] and net.cfg == a.cfg and not net.training
-    sa, sb = a.state_dict(), b.state_dict()
-    for key, value in net.state_dict().items():
-        torch.testing.assert_close(value, 0.75 * sa[key] + 0.25 * sb[key], rtol=1e-6, atol=1e-7)
-    same, _ = average_checkpoints([pa, pa])  # the mean of one network with itself is that network
-    assert weights_sha256(same.state_dict()) == weights_sha256(a.state_dict())
-
-
-def test_average_refuses_one_file_other_architectures_and_bad_weights(tmp_path):
-    pa = save_checkpoint(tmp_path / "a.pt", make_tiny_net(1), {})
-    pb = save_checkpoint(tmp_path / "b.pt", make_tiny_net(1, dec_blocks=2), {})
-    with pytest.raises(CheckpointError, match="at least two"):
-        average_checkpoints([pa])
-    with pytest.raises(CheckpointError, match=r"model configs differ in \{'dec_blocks'"):
-        average_checkpoints([pa, pb])
-    with pytest.raises(ValueError, match="non-negative"):
-        average_checkpoints([pa, pa], [1.0, -1.0])
-    with pytest.raises(CheckpointError, match="no checkpoint file"):
-        average_checkpoints([pa, tmp_path / "missing.pt"])

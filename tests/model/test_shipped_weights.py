@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped checkp
 
 
 def _tasks(phase: dict) -> int:
-    """A lineage phase's tasks, with those of the runs it averages (as pipeline.budget.phase_tasks counts them)."""
+    """A lineage phase's tasks, with those of the runs it averages (as model.lineage.phase_tasks counts them)."""
     return int(phase.get("tasks", 0)) + sum(_tasks(p) for branch in phase.get("branches", []) for p in branch)
 
 
