@@ -1,6 +1,7 @@
 # Two entry points, each self-installing into .venv on a fresh machine:
 #   make cluster   cluster the demo tables with the shipped checkpoint (the main job)
 #   make test      run the test suite (what CI runs)
+#   make results   regenerate README's and the model card's results tables from docs/results/evaluation-*.csv
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +11,7 @@ FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 # torch==2.13.0 on Linux is the CUDA build with gigabytes of nvidia-* dependencies.
 TORCH_SOURCE := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--index-url https://download.pytorch.org/whl/cpu)
 
-.PHONY: setup cluster test test-fast pretrain evaluate bench clean-venv
+.PHONY: setup cluster test test-fast pretrain evaluate results clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,9 @@ pretrain: $(STAMP)
 
 evaluate: $(STAMP)
 	$(PY) jobs/evaluate.py $(ARGS)
+
+results: $(STAMP)
+	$(PY) jobs/render_docs.py $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

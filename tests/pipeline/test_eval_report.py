@@ -62,3 +62,32 @@ def test_markdown_rendering():
     assert "| TabClustPFN | 1 [0.25] |" in text
     assert "no result \\| cancelled" in text  # pipes escaped inside a cell
     assert report.markdown_table(pd.DataFrame({"x": [0.123456, np.nan]})).splitlines()[2:] == ["| 0.1235 |", "| - |"]
+
+
+def test_provenance_names_the_checkpoint_weights_and_file_the_machine_and_the_date(tmp_path):
+    import datetime as dt
+    import hashlib
+    import os
+
+    from model.checkpoint import save_checkpoint, weights_sha256
+    from tests.model.conftest import make_tiny_net
+
+    net = make_tiny_net(3)
+    path = save_checkpoint(tmp_path / "model.pt", net, {"lineage": []})
+    now = dt.datetime(2026, 11, 28, 9, 30, tzinfo=dt.timezone.utc)
+    lines = report.provenance_lines(path, now=now)
+    sha, machine, date = lines
+    assert sha.startswith(report.PROVENANCE_PREFIXES["sha256"])
+    assert f"`{weights_sha256(net.state_dict())}`" in sha
+    assert f"`{hashlib.sha256(path.read_bytes()).hexdigest()}`" in sha
+    assert machine.startswith("Machine: ") and f"{os.cpu_count()} CPUs" in machine
+    assert date == "Date: 2026-11-28 09:30 UTC."
+    assert report.provenance_lines(path, uses_model=False, now=now) == [machine, date]
+    assert "unreadable" in report.checkpoint_line(tmp_path / "missing.pt")
+
+    a = report.analyse_suite(_results(), "synthetic", list(MODES))
+    text = report.render_markdown([a], ["Command: `python jobs/evaluate.py`"], None, pd.DataFrame(), lines)
+    assert text.startswith(f"# TabClustPFN evaluation\n\nCommand: `python jobs/evaluate.py`\n\n{sha}\n\n{machine}\n\n"
+                           f"{date}\n")
+    default = report.render_markdown([a], ["header line"], None, pd.DataFrame())
+    assert "\nMachine: " in default and "\nDate: " in default and "Checkpoint sha256" not in default
