@@ -49,9 +49,10 @@ def lineage_table(path: str | Path) -> str:
     """The Markdown lines this job prints for the checkpoint at ``path``."""
     path = Path(path)
     net, meta = load_checkpoint(path)
+    params = sum(p.numel() for p in net.parameters())
     lines = [f"Checkpoint `{path}`: weights sha256 `{weights_sha256(net.state_dict())}` (file sha256 "
-             f"`{hashlib.sha256(path.read_bytes()).hexdigest()}`); {int(meta.get('total_tasks_seen', 0)):,} tasks "
-             "seen in all.", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+             f"`{hashlib.sha256(path.read_bytes()).hexdigest()}`); {params / 1e6:.2f} M parameters; "
+             f"{int(meta.get('total_tasks_seen', 0)):,} tasks seen in all.", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row[c] for c in COLUMNS) + " |" for row in rows(meta.get("lineage", []))]
     return "\n".join(lines)
 

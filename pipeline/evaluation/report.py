@@ -27,8 +27,8 @@ SETTINGS = {"auto": ("silhouette", "bic", "auto"), "true": ("true",)}
 SETTING_TITLES = {"auto": "methods that infer or select K", "true": "methods given the true K"}
 REFERENCES = {"auto": REFERENCE_AUTO, "true": REFERENCE_TRUE}
 # the header lines that say where a results file came from, by field; pipeline.evaluation.doc_tables reads them
-PROVENANCE_PREFIXES = {"command": "Command: ", "checkpoint": "Checkpoint: ", "sha256": "Checkpoint sha256: ",
-                       "machine": "Machine: ", "date": "Date: "}
+PROVENANCE_PREFIXES = {"command": "Command: ", "checkpoint": "Checkpoint: ", "settings": "TabClustPFN: ",
+                       "sha256": "Checkpoint sha256: ", "machine": "Machine: ", "date": "Date: "}
 
 
 def _cpu_model() -> str:
