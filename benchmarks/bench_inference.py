@@ -19,8 +19,8 @@ how many repeats meet the goal), since the KMeans sweep alone varies up to 2x be
 peer's BLAS kernel is printed first: where the environment pins OpenBLAS to an older kernel (OPENBLAS_CORETYPE)
 the fair figure unsets it for this command alone, as the warning then printed says. The sweep is also timed with
 its thread pools held to one thread (threadpoolctl), which on this 2-core VM is its fastest setting (0.07-0.12 s
-against 0.14-0.25 s at its defaults, session 21): the goal is stated against the sweep as users run it, and this
-second ratio shows how much of the margin is the peer's threading.
+against 0.14-0.25 s at its defaults, measured 2026-11-28): the goal is stated against the sweep as users run it,
+and this second ratio shows how much of the margin is the peer's threading.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def ratio_spread(num: list[float], den: list[float]) -> str:
 def blas_note(environ: dict, pools: list[dict]) -> str:
     """Which BLAS kernel the KMeans sweep (numpy/scipy/scikit-learn) runs on, and a warning where the environment
     forces one: ``OPENBLAS_CORETYPE`` (set on some VMs for old OpenBLAS builds) pins a current OpenBLAS to an older
-    kernel, which slowed the sweep here by about a third (an AVX-512 VM, session 21: 0.23-0.27 s against
+    kernel, which slowed the sweep here by about a third (an AVX-512 VM, 2026-11-28: 0.23-0.27 s against
     0.16-0.22 s in alternating runs), flattering the ratio. ``pools``: ``threadpoolctl.threadpool_info()``."""
     kernels = sorted({f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')} kernel)"
                       for p in pools if p.get("user_api") == "blas"})

@@ -5,8 +5,8 @@
 
 For each checkpoint and suite (the 49 held-out synthetic datasets and the 22 UCI datasets of ``jobs/evaluate.py``):
 median ARI with K inferred and with the true K, and median |K^ - K|, the mean ARIs, and each later checkpoint
-against the first table by table (session 9: a checkpoint's synthetic median rose 0.59 -> 0.68 while, table by
-table, it gained +0.016 +- 0.023). The same datasets, seed and code path as
+against the first table by table (the surplus-K checkpoint of 2026-11-26: its synthetic median rose 0.59 ->
+0.68 while, table by table, it gained +0.016 +- 0.023). The same datasets, seed and code path as
 ``jobs/evaluate.py`` (``tune.evaluate.real_rows`` runs ``pipeline.evaluation.methods.run_method`` on any list
 of datasets), in one process, so it is the quick check of whether a new checkpoint is worth the full evaluation.
 ``--suite prior`` scores held-out tasks of the paper's prior (N 500-1000, or ``--prior-rows LOW HIGH``; both

@@ -14,7 +14,7 @@ Held-out tasks of the paper's prior (the validation seeds, N 500-1000, both mech
   column stays, their tails stretch);
 * ``discrete-columns``: each numeric column with probability 1/2 (at least one) is rounded to a coarse unit, as
   counts, ratings and ages in whole years are: L ~ U{3..10} equal-width levels over the column's 1st to 99th
-  percentile, the rows outside clipped to the end levels, kept as numeric codes 0..L-1 (session 21: real
+  percentile, the rows outside clipped to the end levels, kept as numeric codes 0..L-1 (added 2026-11-28: real
   tables hold many such columns, the demo's ``customers`` one, and the paper's prior none).
 
 These are not the nuisances that ``priors.nuisance`` can add to the training prior (contaminated rows that keep
@@ -25,7 +25,7 @@ columns, the best silhouette kept) and perturbation it prints the median and mea
 |K^ - K|, and the drop from ``clean`` task by task (mean +- standard error). Every later checkpoint is also
 compared with the first, task by task, on each perturbation.
 
-Session 15, 100 tasks (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt runs/nuis-soup/model.pt
+On 2026-11-27, 100 tasks (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt runs/nuis-soup/model.pt
 --tasks 100``), median ARI, and the mean drop from clean task by task:
 
 | perturbation | shipped | drop | nuis-soup | drop | KMeans+ | drop |
@@ -41,7 +41,7 @@ Session 15, 100 tasks (``benchmarks/robustness.py model/weights/tabclustpfn-smal
 (model card, "Candidates that did not ship"); task by task against the shipped weights +0.128 +- 0.017,
 +0.034 +- 0.011 and +0.055 +- 0.010 on the three perturbations, +0.001 +- 0.005 clean.
 
-Session 21, the shipped file of session 18 (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt
+On 2026-11-28, the shipped file ``242fe9064c63`` (``benchmarks/robustness.py model/weights/tabclustpfn-small.pt
 --tasks 100``, 142 s), median ARI and the mean drop from clean task by task:
 
 | perturbation | shipped | drop | KMeans+ | drop |

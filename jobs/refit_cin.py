@@ -11,7 +11,8 @@ checkpoint is OUT/model.pt; compare it with its parent before shipping it, on he
 ``--prior-rows 100 300``) and then on the full evaluation (``jobs/evaluate.py --checkpoint OUT/model.pt``). The
 defaults (10,000 prior tables and 2,500 one-mode ones of N 100-1000, run seed 200) are the recipe of the shipped
 CIN, which ran with ``--run-seed 201`` (docs/DESIGN.md, "CIN refit"); ``--one-mode-tasks 0`` refits on the
-paper's prior alone, and ``--one-mode-tasks 0 --n-rows 500 1000`` as session 14 did.
+paper's prior alone, and ``--one-mode-tasks 0 --n-rows 500 1000`` as the first refit (``cin-refit-s200c``,
+2026-11-27) did.
 Exit status 1 with a message when the checkpoint or the settings are unusable.
 """
 

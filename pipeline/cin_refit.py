@@ -24,9 +24,10 @@ Why and what is kept per table: :mod:`model.cin_refit`. The stages:
 
 The refit never touches the evaluation suites. Compare the result with its parent afterwards on held-out prior
 tasks (``benchmarks/compare_checkpoints.py A B --suite prior --prior-tasks 400``, also with ``--prior-rows 100
-300``) and on the full evaluation. On the paper's prior alone at N 500-1000 (session 14) the refit gained on the
-prior (+0.010 ARI) and lost on the real tables, where it chose larger K; with N 100-1000 and one-mode tables (the
-defaults, session 16) it gained on both and is the shipped CIN (docs/DESIGN.md, "CIN refit").
+300``) and on the full evaluation. On the paper's prior alone at N 500-1000 (``cin-refit-s200c``,
+2026-11-27) the refit gained on the prior (+0.010 ARI) and lost on the real tables, where it chose larger K;
+with N 100-1000 and one-mode tables (the defaults, ``cin-refit-n100``) it gained on both, and the shipped CIN
+follows that recipe (docs/DESIGN.md, "CIN refit").
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class RefitConfig:
     with the prior's last ``val_tasks``. Their records go to ``one-mode-NNNNN.npz`` beside the prior's chunks.
     The defaults (2,500 of them, 500 held out: a fifth of all tables) made the shipped CIN (docs/DESIGN.md, "CIN
     refit"); ``one_mode_tasks=0, one_mode_val_tasks=0`` refits on the paper's prior alone (with ``n_rows=(500,
-    1000)`` as session 14 did).
+    1000)`` as ``cin-refit-s200c`` did).
     """
 
     checkpoint: str
