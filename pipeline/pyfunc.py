@@ -5,66 +5,120 @@ The artifact is the model-format checkpoint (``model.checkpoint.save_checkpoint`
 given. ``params`` (see :data:`PARAMS`) set the estimator: ``n_clusters`` fixes K (0: CIN infers it),
 ``max_clusters`` bounds the inferred K, ``k_selection`` and ``n_estimators`` as in ``TabClustPFN``, and
 ``random_state`` (default 0) picks the context rows of a table over 1,000 rows, so the same call gives the same
-labels. The logged model carries the ``model`` package and this module, so it loads where this project is not
-installed.
+labels. A table is refused as the batch job refuses it (:func:`pipeline.tables.prepare_features`).
+
+The model is logged from code (:data:`MODEL_CODE`; nothing is pickled) and carries the ``model`` package and the
+``pipeline`` modules it needs, so it loads where this project is not installed. :func:`serve` runs MLflow's
+scoring server on it in-process (``jobs/serve.py``; see ``docs/serving.md``).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import numbers
 import os
+import re
 import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import mlflow
 import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
-from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
+from model.selection import DEFAULT_K_SELECTION
+
+logger = logging.getLogger(__name__)
 
 ARTIFACT_KEY = "checkpoint"
 #: ``predict`` params: (name, MLflow type, default). 0 means "not set" for n_clusters and max_clusters.
-PARAMS: tuple[tuple[str, str, Any], ...] = (
+DECLARED_PARAMS: tuple[tuple[str, str, Any], ...] = (
     ("n_clusters", "long", 0),
     ("max_clusters", "long", 0),
     ("k_selection", "string", DEFAULT_K_SELECTION),
     ("n_estimators", "long", DEFAULT_N_ESTIMATORS),
     ("random_state", "long", 0),
 )
+#: Estimator settings a request may not change: the weights, the device and the memory bounds are the server's.
+SERVER_SETTINGS = ("checkpoint", "device", "n_context", "batch_rows")
+_MLFLOW_KINDS = ((bool, "boolean"), (numbers.Integral, "long"), (numbers.Real, "double"), (str, "string"))
+
+
+def _other_estimator_params() -> tuple[tuple[str, str, Any], ...]:
+    """Any other ``TabClustPFN`` param with a plain default, served under its own name and default, so a param
+    added to the estimator reaches requests without a change here (the estimator validates it)."""
+    from model import TabClustPFN
+
+    declared = {name for name, _, _ in DECLARED_PARAMS} | set(SERVER_SETTINGS)
+    extra = []
+    for name, default in sorted(TabClustPFN().get_params().items()):
+        kind = next((k for t, k in _MLFLOW_KINDS if isinstance(default, t)), None)
+        if name not in declared and kind is not None:
+            extra.append((name, kind, default))
+    return tuple(extra)
+
+
+#: Every ``predict`` param: :data:`DECLARED_PARAMS` plus the estimator's other plain params.
+PARAMS: tuple[tuple[str, str, Any], ...] = DECLARED_PARAMS + _other_estimator_params()
 #: Packages the model needs, pinned to the installed versions when it is logged.
 REQUIREMENTS = ("torch", "numpy", "pandas", "scikit-learn", "scipy", "mlflow")
 
 
 class TabClustPFNPyfunc(mlflow.pyfunc.PythonModel):
-    """MLflow wrapper around ``model.TabClustPFN`` (one table per ``predict`` call)."""
+    """MLflow wrapper around ``model.TabClustPFN`` (one table per ``predict`` call).
+
+    The network is loaded once, in :meth:`load_context`; requests are clustered one at a time on that estimator
+    (``fit`` is deterministic for a given ``random_state``, so the labels equal a fresh estimator's).
+    """
 
     def load_context(self, context: Any) -> None:
+        from model import TabClustPFN
+
         self.checkpoint = context.artifacts[ARTIFACT_KEY]
+        self._estimator = TabClustPFN(checkpoint=self.checkpoint)
+        self._estimator.fit(np.random.default_rng(0).normal(size=(32, 2)))  # loads the network now, once
+        self._lock = threading.Lock()
 
     def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> np.ndarray:
-        """Cluster ``model_input`` (rows = samples) with the estimator ``params`` set; returns int labels (N,)."""
-        from model import TabClustPFN
+        """Cluster ``model_input`` (rows = samples) with the estimator ``params`` set; returns int labels (N,).
+
+        Raises
+        ------
+        mlflow.exceptions.MlflowException
+            ``INVALID_PARAMETER_VALUE`` (HTTP 400 when served) with the estimator's or the table check's message:
+            a bad param, or a table the batch job refuses too (one row, free text, all missing, ...).
+        """
+        from pipeline.tables import prepare_features
 
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
-        estimator = TabClustPFN(checkpoint=self.checkpoint, **estimator_params(params))
-        return np.asarray(estimator.fit_predict(model_input))
+        settings = estimator_params(params)
+        try:
+            features, _ = prepare_features(model_input)  # the batch job's refusals, word for word
+            with self._lock:
+                labels = self._estimator.set_params(**settings).fit(features).labels_
+        except (ValueError, TypeError) as exc:  # TableError and the estimator's refusals are ValueErrors
+            _refuse(str(exc))
+        return np.asarray(labels)
 
 
 def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
     """``TabClustPFN`` keyword arguments from pyfunc ``params`` (defaults from :data:`PARAMS`).
 
-    Checked here, naming the param, so a client gets a 400 with the reason rather than an estimator traceback;
-    the bounds that depend on the checkpoint (K_max) are left to the estimator.
+    Only what is particular to params is checked here: the names, integer types and the 0-means-not-set
+    convention of ``n_clusters`` and ``max_clusters``. Every other bound (K_max of the checkpoint, the choices of
+    ``k_selection``, ...) is the estimator's, so a client reads the estimator's own message.
 
     Raises
     ------
     mlflow.exceptions.MlflowException
-        ``INVALID_PARAMETER_VALUE``: an unknown param, or a value of the wrong type or out of range.
+        ``INVALID_PARAMETER_VALUE``: an unknown param, a non-integer where an integer goes, or a count below 2
+        other than 0.
     """
     given = dict(params or {})
     names = [name for name, _, _ in PARAMS]
@@ -78,21 +132,12 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
     for name in ("n_clusters", "max_clusters"):
         if values[name] == 1 or values[name] < 0:
             _refuse(f"param {name!r} must be 0 (not set) or at least 2, got {values[name]}")
-    if values["n_clusters"] and values["max_clusters"] and values["n_clusters"] > values["max_clusters"]:
-        _refuse(f"param 'n_clusters'={values['n_clusters']} is larger than 'max_clusters'={values['max_clusters']}: "
-                "give one of them")
-    if values["k_selection"] not in K_SELECTIONS:
-        _refuse(f"param 'k_selection' must be one of {list(K_SELECTIONS)}, got {values['k_selection']!r}")
-    if values["n_estimators"] < 1:
-        _refuse(f"param 'n_estimators' must be at least 1, got {values['n_estimators']}")
-    if not 0 <= values["random_state"] < 2**32:
-        _refuse(f"param 'random_state' must be in 0..{2**32 - 1}, got {values['random_state']}")
-    return {"n_clusters": int(values["n_clusters"]) or None, "max_clusters": int(values["max_clusters"]) or None,
-            "k_selection": values["k_selection"], "n_estimators": int(values["n_estimators"]),
-            "random_state": int(values["random_state"])}
+    settings = {name: int(v) if kind == "long" else v for (name, kind, _), v in zip(PARAMS, values.values())}
+    settings.update(n_clusters=settings["n_clusters"] or None, max_clusters=settings["max_clusters"] or None)
+    return settings
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str) -> NoReturn:
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
@@ -107,25 +152,53 @@ def pinned_requirements() -> list[str]:
     return [f"{name}=={version(name).split('+')[0]}" for name in REQUIREMENTS]
 
 
-def _copy_code(into: Path) -> list[str]:
-    """Copy the ``model`` package (without its weights: the checkpoint is the artifact) and this module, inside a
-    bare ``pipeline`` package, into ``into``; MLflow puts them on ``sys.path`` when it loads the model."""
+#: The models-from-code script MLflow runs to build the model when it loads it: no pickled object is logged.
+MODEL_CODE = '''"""TabClustPFN as an MLflow pyfunc, logged from code; the `model` and `pipeline` code travel with it."""
+import mlflow
+
+from pipeline.pyfunc import TabClustPFNPyfunc
+
+mlflow.models.set_model(TabClustPFNPyfunc())
+'''
+MODEL_CODE_FILE = "tabclustpfn_model.py"
+
+
+def _copy_code(into: Path) -> tuple[str, list[str]]:
+    """Write :data:`MODEL_CODE` and copy the ``model`` package (without its weights: the checkpoint is the
+    artifact) and this module with the table checks, inside a bare ``pipeline`` package, into ``into``; MLflow
+    puts the packages on ``sys.path`` before it runs the script. Returns (script, code paths)."""
     import model
 
     shutil.copytree(Path(model.__file__).parent, into / "model",
                     ignore=shutil.ignore_patterns("weights", "__pycache__", "*.pyc"))
     (into / "pipeline").mkdir()
-    shutil.copyfile(Path(__file__).with_name("__init__.py"), into / "pipeline" / "__init__.py")
-    shutil.copyfile(__file__, into / "pipeline" / "pyfunc.py")
-    return [str(into / "model"), str(into / "pipeline")]
+    for module in ("__init__.py", "pyfunc.py", "tables.py"):
+        shutil.copyfile(Path(__file__).with_name(module), into / "pipeline" / module)
+    script = into / MODEL_CODE_FILE
+    script.write_text(MODEL_CODE)
+    return str(script), [str(into / "model"), str(into / "pipeline")]
+
+
+def _model_settings(checkpoint: str | os.PathLike, code_dir: Path) -> dict[str, Any]:
+    """The arguments shared by :func:`log_pyfunc_model` and :func:`save_pyfunc_model`."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
+
+    # Any table goes in (no column schema); out come the labels.
+    signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]),
+                               params=ParamSchema([ParamSpec(n, kind, default) for n, kind, default in PARAMS]))
+    script, code_paths = _copy_code(code_dir)
+    return {"python_model": script, "artifacts": {ARTIFACT_KEY: str(checkpoint)}, "signature": signature,
+            "code_paths": code_paths, "pip_requirements": pinned_requirements()}
 
 
 def log_pyfunc_model(checkpoint: str | os.PathLike, *, registered_model_name: str | None = "tabclustpfn",
                      name: str = "model"):
     """Log ``checkpoint`` as a pyfunc model in the active MLflow run and optionally register it.
 
-    The model carries its code (``model`` and this module) and pins its requirements to the installed versions,
-    so it loads and gives the same labels in a fresh environment.
+    The model is logged from code (:data:`MODEL_CODE`), never pickled: loading it runs the script and the
+    ``model`` and ``pipeline`` code it carries, and reads the weights with ``torch.load(weights_only=True)``. It
+    pins its requirements to the installed versions, so it loads and gives the same labels in a fresh environment.
 
     Parameters
     ----------
@@ -140,21 +213,108 @@ def log_pyfunc_model(checkpoint: str | os.PathLike, *, registered_model_name: st
     -------
     mlflow.models.model.ModelInfo
     """
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
-
-    # Any table goes in (no column schema); out come the labels.
-    signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]),
-                               params=ParamSchema([ParamSpec(n, kind, default) for n, kind, default in PARAMS]))
     with warnings.catch_warnings(), tempfile.TemporaryDirectory() as code_dir:
         # an input example would make MLflow cluster a table while logging; the signature says enough
         warnings.filterwarnings("ignore", message=".*input example was not provided.*")
-        return mlflow.pyfunc.log_model(
-            name=name,
-            python_model=TabClustPFNPyfunc(),
-            artifacts={ARTIFACT_KEY: str(checkpoint)},
-            registered_model_name=registered_model_name,
-            signature=signature,
-            code_paths=_copy_code(Path(code_dir)),
-            pip_requirements=pinned_requirements(),
-        )
+        return mlflow.pyfunc.log_model(name=name, registered_model_name=registered_model_name,
+                                       **_model_settings(checkpoint, Path(code_dir)))
+
+
+def save_pyfunc_model(checkpoint: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """Save ``checkpoint`` as the same pyfunc model as :func:`log_pyfunc_model`, in the folder ``path`` (which
+    must not exist), without a tracking store; returns ``path``."""
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as code_dir:
+        warnings.filterwarnings("ignore", message=".*input example was not provided.*")
+        mlflow.pyfunc.save_model(str(path), **_model_settings(checkpoint, Path(code_dir)))
+    return Path(path)
+
+
+#: The prefix MLflow's scoring server puts before a ``predict`` refusal: the whole input table, then the message.
+_PREDICT_PREFIX = re.compile(r"^Failed to predict data '.*'\. \nError: ", re.DOTALL)
+
+
+def plain_error(body: bytes) -> bytes:
+    """An MLflow scoring-server error body as a client should see it: the refusal's own message (without the
+    echoed input table) and no stack trace (logged by the server instead)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(payload, dict):
+        return body
+    trace = payload.pop("stack_trace", None)
+    if trace:
+        logger.warning("request failed:\n%s", trace)
+    if isinstance(payload.get("message"), str):
+        payload["message"] = _PREDICT_PREFIX.sub("", payload["message"])
+    return json.dumps(payload).encode()
+
+
+def serving_app(model_uri: str):
+    """MLflow's scoring server for ``model_uri`` (the FastAPI app that ``mlflow models serve`` runs under
+    uvicorn: ``/invocations``, ``/ping``, ``/health``, ``/version``), its error bodies passed through
+    :func:`plain_error`.
+
+    Raises
+    ------
+    ValueError
+        The model cannot be loaded (unknown name or version, not a model folder, unreadable store).
+    """
+    from fastapi.responses import Response
+    from mlflow.exceptions import MlflowException
+    from mlflow.pyfunc import scoring_server
+
+    try:
+        model = mlflow.pyfunc.load_model(model_uri)
+    except (MlflowException, OSError) as exc:
+        raise ValueError(f"cannot load the model {model_uri!r} from {mlflow.get_tracking_uri()!r}: {exc}") from None
+    app = scoring_server.init(model)
+
+    @app.middleware("http")
+    async def _plain_errors(request, call_next):
+        response = await call_next(request)
+        if response.status_code < 400 or not response.headers.get("content-type", "").startswith("application/json"):
+            return response
+        body = b"".join([chunk async for chunk in response.body_iterator])
+        return Response(content=plain_error(body), status_code=response.status_code, media_type="application/json")
+
+    return app
+
+
+def serve(model_uri: str | None = None, *, checkpoint: str | os.PathLike | None = None, host: str = "127.0.0.1",
+          port: int = 5001, tracking_uri: str | None = None) -> None:
+    """Serve a model over HTTP in this process until interrupted.
+
+    uvicorn runs in-process, as ``mlflow models serve`` runs it in a subprocess, so no ``uvicorn`` executable on
+    ``PATH`` is needed.
+
+    Parameters
+    ----------
+    model_uri : str, optional
+        An MLflow model URI (``models:/NAME/VERSION``, ``runs:/ID/model``, a model folder); None serves
+        ``checkpoint``, saved as this pyfunc model in a temporary folder.
+    checkpoint : path, optional
+        A model-format checkpoint; None: the shipped one.
+    host, port
+        Where to listen.
+    tracking_uri : str, optional
+        The store that ``models:/`` and ``runs:/`` URIs refer to (default as :func:`pipeline.tracking.setup_tracking`).
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        The checkpoint or the model cannot be loaded.
+    """
+    import uvicorn
+
+    from pipeline.tracking import DEFAULT_TRACKING_URI
+
+    mlflow.set_tracking_uri(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI)
+    with tempfile.TemporaryDirectory(prefix="tabclustpfn-serve-") as tmp:
+        if model_uri is None:
+            from pipeline.batch_cluster import check_checkpoint
+
+            model_uri = str(save_pyfunc_model(check_checkpoint(checkpoint), Path(tmp) / "model"))
+        app = serving_app(model_uri)
+        logger.info("serving %s at http://%s:%d/invocations", model_uri, host, port)
+        uvicorn.run(app, host=host, port=port, log_level="info")

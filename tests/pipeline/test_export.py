@@ -20,6 +20,7 @@ from model import TabClustPFN
 from model.checkpoint import load_checkpoint
 from pipeline.config import train_preset
 from pipeline.export import export_run
+from pipeline.tables import TableError, prepare_features
 from pipeline.train_loop import run_local
 from tests.job_scripts import load_job
 
@@ -134,11 +135,13 @@ def test_pyfunc_passes_every_param_to_the_estimator(tiny_checkpoint, monkeypatch
 
     monkeypatch.setattr(model.estimator, "TabClustPFN", Recording)
     params = {"max_clusters": 2, "k_selection": "posterior_mode", "n_estimators": 1, "random_state": 5}
-    labels = _pyfunc(tiny_checkpoint).predict(None, _table(60), params=params)
-    assert {k: seen[0][k] for k in params} == params and seen[0]["n_clusters"] is None
+    served = _pyfunc(tiny_checkpoint)  # its load_context fits once to load the network
+    labels = served.predict(None, _table(60), params=params)
+    assert {k: seen[-1][k] for k in params} == params and seen[-1]["n_clusters"] is None
     assert set(np.unique(labels)) <= {0, 1}
-    _pyfunc(tiny_checkpoint).predict(None, _table(60), params={"n_clusters": 3, "n_estimators": 1})
-    assert seen[1]["n_clusters"] == 3 and seen[1]["max_clusters"] is None and seen[1]["random_state"] == 0
+    served.predict(None, _table(60), params={"n_clusters": 3, "n_estimators": 1})  # the others back to defaults
+    assert seen[-1]["n_clusters"] == 3 and seen[-1]["max_clusters"] is None and seen[-1]["random_state"] == 0
+    assert seen[-1]["k_selection"] == "expected_ari"
 
 
 @pytest.mark.parametrize(
@@ -146,12 +149,13 @@ def test_pyfunc_passes_every_param_to_the_estimator(tiny_checkpoint, monkeypatch
     [
         ({"n_clusters": 1}, "param 'n_clusters' must be 0 (not set) or at least 2, got 1"),
         ({"max_clusters": -2}, "param 'max_clusters' must be 0 (not set) or at least 2, got -2"),
-        ({"n_clusters": 4, "max_clusters": 3}, "param 'n_clusters'=4 is larger than 'max_clusters'=3"),
         ({"n_clusters": "3"}, "param 'n_clusters' must be an integer, got '3'"),
-        ({"k_selection": "silhouette"}, "param 'k_selection' must be one of"),
-        ({"n_estimators": 0}, "param 'n_estimators' must be at least 1, got 0"),
-        ({"random_state": -1}, "param 'random_state' must be in 0..4294967295, got -1"),
         ({"seed": 1}, "unknown param(s) ['seed']: use ['n_clusters', 'max_clusters'"),
+        # the estimator's own bounds, in its words
+        ({"n_clusters": 4, "max_clusters": 3}, "n_clusters=4 is larger than max_clusters=3; give one of them."),
+        ({"k_selection": "silhouette"}, "The 'k_selection' parameter of TabClustPFN must be a str among"),
+        ({"n_estimators": 0}, "The 'n_estimators' parameter of TabClustPFN must be an int in the range [1, inf)"),
+        ({"n_clusters": 11}, "n_clusters=11 is outside 2..10 (K_max of the checkpoint)"),
     ],
 )
 def test_pyfunc_refuses_bad_params_naming_them(tiny_checkpoint, params, match):
@@ -160,6 +164,41 @@ def test_pyfunc_refuses_bad_params_naming_them(tiny_checkpoint, params, match):
     with pytest.raises(MlflowException) as exc:
         _pyfunc(tiny_checkpoint).predict(None, _table(20), params=params)
     assert match in exc.value.message and exc.value.error_code == "INVALID_PARAMETER_VALUE"
+
+
+@pytest.mark.parametrize(
+    ("table", "match"),
+    [
+        (_table(1), "table has only 1 row; clustering needs at least 2"),
+        (pd.DataFrame({"a": [0.1, 2.0, 3.5], "name": ["alice", "bob", "carol"]}), "column 'name' holds free text"),
+        (pd.DataFrame({"a": [np.nan] * 4}), "every feature value is missing"),
+    ],
+)
+def test_pyfunc_refuses_the_tables_the_batch_job_refuses(tiny_checkpoint, table, match):
+    from mlflow.exceptions import MlflowException
+
+    with pytest.raises(MlflowException) as exc:
+        _pyfunc(tiny_checkpoint).predict(None, table)
+    with pytest.raises(TableError) as batch:
+        prepare_features(table)
+    assert exc.value.message == str(batch.value) and match in exc.value.message
+
+
+def test_an_estimator_param_without_a_declared_spec_is_served_under_its_name(monkeypatch):
+    """A param the estimator gains (here a fake ``refine``) becomes a request param with its default and type."""
+    import model
+    from pipeline import pyfunc
+
+    class WithRefine(model.TabClustPFN):
+        def __init__(self, n_clusters=None, *, refine=True, **kwargs):
+            super().__init__(n_clusters, **kwargs)
+            self.refine = refine
+
+    monkeypatch.setattr(model, "TabClustPFN", WithRefine)
+    extra = pyfunc._other_estimator_params()
+    assert extra == (("refine", "boolean", True),)
+    monkeypatch.setattr(pyfunc, "PARAMS", pyfunc.DECLARED_PARAMS + extra)
+    assert pyfunc.estimator_params({"refine": False})["refine"] is False
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +230,25 @@ def test_logged_model_pins_its_requirements_and_carries_its_code(logged_model, t
     assert all("==" in r for r in requirements if not r.startswith("-"))
     assert (local / "code" / "model" / "estimator.py").is_file() and not (local / "code" / "model" / "weights").exists()
     assert (local / "code" / "pipeline" / "pyfunc.py").is_file()
+
+
+def test_logged_model_is_code_not_a_pickle(logged_model, tmp_path):
+    """Models from code: MLflow runs the logged script; no Python object is pickled into the model."""
+    import mlflow
+    import yaml
+
+    from pipeline.pyfunc import MODEL_CODE, MODEL_CODE_FILE
+
+    uri, tracking_uri = logged_model
+    mlflow.set_tracking_uri(tracking_uri)
+    local = Path(mlflow.artifacts.download_artifacts(uri, dst_path=str(tmp_path)))
+    flavor = yaml.safe_load((local / "MLmodel").read_text())["flavors"]["python_function"]
+    assert flavor["loader_module"] == "mlflow.pyfunc.loaders.code_model"
+    assert Path(flavor["model_code_path"]).name == MODEL_CODE_FILE
+    assert (local / MODEL_CODE_FILE).read_text() == MODEL_CODE
+    assert not [p.name for p in local.rglob("*") if p.suffix in (".pkl", ".pickle")]
+    (weights,) = (local / "artifacts").iterdir()
+    torch.load(weights, weights_only=True)  # plain tensors and values: loads without unpickling any object
 
 
 # Runs in a fresh interpreter with the project hidden: no PYTHONPATH, cwd elsewhere, the editable install's
