@@ -11,7 +11,7 @@ FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 # torch==2.13.0 on Linux is the CUDA build with gigabytes of nvidia-* dependencies.
 TORCH_SOURCE := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--index-url https://download.pytorch.org/whl/cpu)
 
-.PHONY: setup cluster test test-fast pretrain evaluate results clean-venv
+.PHONY: setup cluster test test-fast pretrain evaluate results serve clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,9 @@ evaluate: $(STAMP)
 
 results: $(STAMP)
 	$(PY) jobs/render_docs.py $(ARGS)
+
+serve: $(STAMP)
+	$(PY) jobs/serve.py $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
