@@ -14,14 +14,15 @@ import sys
 import pandas as pd
 
 from model.selection import K_SELECTIONS
-from pipeline.batch_cluster import ClusterJobConfig, UsageError, run_batch
+from pipeline.batch_cluster import DEFAULT_MAX_RETRIES, ClusterJobConfig, UsageError, run_batch
 from pipeline.tables import MAX_COLUMNS
 
 EPILOG = f"""exit status: 0 when every table was clustered, 2 when any table failed (its reason is in
 summary.csv and printed below) or an option is unusable (printed with the usage line, as argparse does),
 1 when the job could not run at all (no tables found, checkpoint missing). An MLflow problem is only a warning.
 Tables are refused when unreadable, empty, with one row, all missing, with a free-text column, or with more
-than --max-columns feature columns (default {MAX_COLUMNS}); the other tables still complete."""
+than --max-columns feature columns (default {MAX_COLUMNS}); the other tables still complete. A table whose worker
+process dies (out of memory, node lost) is tried again on another worker, --max-retries times."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the estimator (default: %(default)s)")
     p.add_argument("--max-columns", type=int, default=MAX_COLUMNS, help="feature-column limit per table")
+    p.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES,
+                   help="times a table whose worker process dies (out of memory, node lost) is tried again on "
+                        "another worker before it is reported as failed (default: %(default)s)")
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: sqlite:///mlruns.db)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
@@ -62,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                                n_estimators=args.n_estimators,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
+                               max_retries=args.max_retries,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)
     except ValueError as exc:
         parser.error(str(exc))

@@ -3,7 +3,9 @@
 Every input table (CSV or Parquet) goes through :func:`cluster_table`, the same per-table function whether it
 runs in an actor or in a plain loop. A bad table (unreadable, empty, one row, free-text column, all missing,
 more columns than :data:`pipeline.tables.MAX_COLUMNS`; :mod:`pipeline.tables` finds, reads and checks them) gives
-a failed summary row with the reason and never stops the batch.
+a failed summary row with the reason and never stops the batch. A table whose worker process dies (killed, out of
+memory, its node lost) is tried again on another worker, ``max_retries`` times; only one that kills its worker on
+every try is a failed row, saying so.
 
 Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
 ``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`). The driver writes every file, so with
@@ -42,6 +44,8 @@ SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_poster
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
+#: Times a table whose worker died is tried again on another worker (``--max-retries``).
+DEFAULT_MAX_RETRIES = 2
 #: Characters of a table name kept in its MLflow metric keys (the full name is in ``summary.csv``).
 METRIC_NAME_CHARS = 60
 
@@ -79,6 +83,9 @@ class ClusterJobConfig:
         ``random_state`` of the estimator, the same for every table; in 0..2**32 - 1 (numpy's seed range).
     max_columns : int
         Tables with more feature columns fail with a clear reason (see :data:`pipeline.tables.MAX_COLUMNS`).
+    max_retries : int
+        Times a table whose worker dies (killed, out of memory, node lost) is tried again on another worker
+        before it is reported as failed.
     tracking_uri : str, optional
         MLflow store; default ``sqlite:///mlruns.db``.
     """
@@ -94,6 +101,7 @@ class ClusterJobConfig:
     num_workers: int | None = None
     seed: int = 0
     max_columns: int = MAX_COLUMNS
+    max_retries: int = DEFAULT_MAX_RETRIES
     tracking_uri: str | None = None
     experiment: str = "cluster"
     progress: bool = True
@@ -114,6 +122,8 @@ class ClusterJobConfig:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
             raise ValueError(f"max_columns must be >= 1, got {self.max_columns}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
         if not 0 <= self.seed < 2**32:
             raise ValueError(f"seed must be in 0..{2**32 - 1} (numpy's seed range), got {self.seed}")
 
@@ -238,24 +248,29 @@ class TableClusterer:
 
 
 def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result, *,
-                   start_timeout: float = ACTOR_START_TIMEOUT_S) -> float:
+                   start_timeout: float = ACTOR_START_TIMEOUT_S, body: type = TableClusterer) -> float:
     """Feed the tables to a pool of actors, one table in flight per actor, replacing any actor that dies.
 
     Each actor gets tables as soon as it has loaded the model, so an actor that the cluster cannot schedule (no
-    free CPU) never holds up the others. When no actor is ready and none has a table in flight for
-    ``start_timeout`` seconds, the job fails with the reason instead of waiting forever.
+    free CPU) never holds up the others. A table whose actor dies (its process killed, out of memory, its node
+    lost) goes back to the front of the queue for another actor, up to ``cfg.max_retries`` times; only a table
+    that kills its worker on every try becomes a failed row, saying so. ``on_result`` is called exactly once per
+    table, as soon as its result is in, and nothing of a table is kept here after that. When no actor is ready and
+    none has a table in flight for ``start_timeout`` seconds, the job fails with the reason instead of waiting
+    forever. ``body`` is the actor class (:class:`TableClusterer`).
 
     Returns the seconds until the first actor had loaded the model.
 
     Raises
     ------
     RuntimeError
-        An actor could not load the model, or no actor started within ``start_timeout`` seconds.
+        An actor could not load the model, actors kept dying while they loaded it, or no actor started within
+        ``start_timeout`` seconds.
     """
     import ray
 
     start = time.perf_counter()
-    actor_cls = ray.remote(num_cpus=1, max_restarts=0)(TableClusterer)
+    actor_cls = ray.remote(num_cpus=1, max_restarts=0)(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators)
 
@@ -267,6 +282,8 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     for _ in range(num_workers):
         launch()
     startup = None
+    deaths: dict[str, int] = {}  # table -> workers that died while clustering it
+    start_deaths, max_start_deaths = 0, num_workers * (cfg.max_retries + 1)
     idle, queue, pending = [], deque(jobs), {}
     while queue or pending:
         while queue and idle:
@@ -285,7 +302,15 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
             try:
                 ray.get(ref)
             except ray.exceptions.RayActorError as exc:
-                raise RuntimeError(f"the Ray workers could not load the model: {exc}") from None
+                if exc.actor_init_failed:  # loading the model raised: every actor would fail alike
+                    raise RuntimeError(f"the Ray workers could not load the model: {exc}") from None
+                start_deaths += 1  # killed or its node lost while it loaded the model: start another
+                if start_deaths > max_start_deaths:
+                    raise RuntimeError(f"{start_deaths} Ray workers died while loading the model (out of memory? "
+                                       f"nodes lost?); the last: {exc}") from None
+                logger.warning("a worker died while loading the model; starting another (%s)", exc)
+                launch()
+                continue
             startup = time.perf_counter() - start if startup is None else startup
             idle.append(actor)
             continue
@@ -294,10 +319,17 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
             row, out = ray.get(ref)
             idle.append(actor)
         except ray.exceptions.RayActorError as exc:
-            logger.warning("worker died on %s: %s", path, exc)
-            row, out = _failed_row(name, path, "the worker process died while clustering this table (out of "
-                                   "memory?); try it alone or with fewer rows/columns", 0.0), None
+            deaths[name] = deaths.get(name, 0) + 1
             launch()
+            if deaths[name] <= cfg.max_retries:
+                logger.warning("the worker died while clustering %s (try %d of %d); retrying it on another worker: "
+                               "%s", name, deaths[name], cfg.max_retries + 1, exc)
+                queue.appendleft((path, name))
+                continue
+            logger.warning("the worker died while clustering %s, %d times; giving it up: %s", name, deaths[name],
+                           exc)
+            row, out = _failed_row(name, path, f"the worker process died {deaths[name]} times while clustering "
+                                   "this table (out of memory?); try it alone or with fewer rows/columns", 0.0), None
         except ray.exceptions.RayTaskError as exc:
             row, out = _failed_row(name, path, f"unexpected error: {exc.cause!r}", 0.0), None
             idle.append(actor)
@@ -500,7 +532,7 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
             mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
                                "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
                                "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
-                               "max_columns": cfg.max_columns,
+                               "max_columns": cfg.max_columns, "max_retries": cfg.max_retries,
                                "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
                                "max_clusters": cfg.max_clusters,
                                "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS})

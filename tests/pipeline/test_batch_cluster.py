@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -174,6 +180,7 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
         ({"n_clusters": 5, "max_clusters": 3}, "n_clusters=5 is larger than max_clusters=3"),
         ({"seed": -1}, r"seed must be in 0\.\.4294967295"),
         ({"seed": 2**32}, r"seed must be in 0\.\.4294967295"),
+        ({"max_retries": -1}, "max_retries must be >= 0, got -1"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):
@@ -348,3 +355,115 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "expected_ari"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc): this test's own Ray, never another user's."""
+    parent = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        parent[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, pp in parent.items() if pp in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _title(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_worker_killed_mid_batch_loses_no_table(ray_local, tmp_path, tiny_checkpoint, caplog):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    names = [f"t{i:02d}" for i in range(40)]
+    for i, name in enumerate(names):
+        _blobs(400, seed=i).to_csv(tables / f"{name}.csv", index=False)
+    out_dir = tmp_path / "out"
+    cfg = ClusterJobConfig(inputs=(str(tables),), output_dir=str(out_dir), checkpoint=tiny_checkpoint,
+                           num_workers=2, n_estimators=1, tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}",
+                           progress=False)
+    killed: list[str] = []
+
+    def kill_a_busy_worker() -> None:
+        """SIGKILL a worker of this test's Ray while it clusters a table, once a few tables are written."""
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if len(list(out_dir.glob("*.parquet"))) >= 5:
+                for pid in _descendants(os.getpid()):
+                    title = _title(pid)
+                    if title.startswith("ray::TableClusterer.run"):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(title)
+                        return
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_a_busy_worker, daemon=True)
+    killer.start()
+    with caplog.at_level(logging.WARNING, logger="pipeline.batch_cluster"):
+        summary = run_batch(cfg)
+    killer.join(timeout=10)
+    assert killed, "no busy worker was found to kill"
+    assert "retrying it on another worker" in caplog.text  # the killed worker had a table in flight
+    on_disk = pd.read_csv(out_dir / "summary.csv")
+    assert sorted(on_disk["table"]) == names and on_disk["table"].is_unique
+    assert (on_disk["status"] == "ok").all(), on_disk[on_disk["status"] != "ok"]
+    assert sorted(p.stem for p in out_dir.iterdir() if p.suffix == ".parquet") == names
+    for name in names:
+        assert len(pd.read_parquet(out_dir / f"{name}.parquet")) == 400
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("max_retries", [0, 2])
+def test_only_a_table_that_kills_its_worker_every_time_fails(ray_local, tmp_path, tiny_checkpoint, max_retries):
+    from pipeline.batch_cluster import TableClusterer
+
+    class DiesOnPoison(TableClusterer):
+        """A worker that dies (as out of memory would kill it) on the table named ``poison``."""
+
+        def run(self, path: str, name: str):
+            if name == "poison":
+                os._exit(1)
+            return super().run(path, name)
+
+    jobs = _jobs(tmp_path, 5)
+    jobs.insert(2, (jobs[0][0], "poison"))
+    cfg = ClusterJobConfig(checkpoint=tiny_checkpoint, n_estimators=1, max_retries=max_retries)
+    results = []
+    _run_on_actors(cfg, jobs, 2, lambda row, out: results.append((row, out)), body=DiesOnPoison)
+    assert sorted(row["table"] for row, _ in results) == sorted(name for _, name in jobs)  # each exactly once
+    rows = {row["table"]: (row, out) for row, out in results}
+    poison, out = rows.pop("poison")
+    assert poison["status"] == "failed" and out is None
+    assert poison["error"].startswith(f"the worker process died {max_retries + 1} times while clustering this table")
+    assert all(row["status"] == "ok" and out is not None for row, out in rows.values())
+
+
+@pytest.mark.slow
+def test_the_driver_holds_no_output_after_handing_it_on(ray_local, tmp_path, tiny_checkpoint):
+    """Outputs are streamed: when a table's result arrives, no earlier table's output is alive in the driver."""
+    import gc
+    import weakref
+
+    alive_at_each_result = []
+    refs: list[weakref.ref] = []
+
+    def on_result(row: dict, out: pd.DataFrame | None) -> None:
+        gc.collect()
+        alive_at_each_result.append(sum(r() is not None for r in refs))
+        refs.append(weakref.ref(out))
+
+    cfg = ClusterJobConfig(checkpoint=tiny_checkpoint, n_estimators=1)
+    _run_on_actors(cfg, _jobs(tmp_path, 8), 2, on_result)
+    assert alive_at_each_result == [0] * 8
