@@ -117,14 +117,18 @@ def _seconds_per_step(cfg, steps: int = 4) -> float:
 def test_a_time_scheduled_run_decays_to_the_floor_by_its_deadline_even_when_the_step_estimate_is_far_off(tmp_path):
     """The step estimate is 3x too slow (measured here first: a fixed figure was 10x too slow on a faster machine,
     where the step cap then stopped the run); the run trains until its deadline instead, ends with the learning
-    rate at the floor, validates its final weights and still finishes inside its budget."""
+    rate at the floor, validates its final weights and still finishes inside its budget.
+
+    What stopped the run is asserted (the deadline, not the step cap), not how many steps fitted: a machine that
+    gets busier after the measurement fits fewer, and the learning rate must reach its floor all the same."""
     cfg = dataclasses.replace(CFG, checkpoint_every=1000, val_every=1000,
                               optim=dataclasses.replace(CFG.optim, warmup_steps=2, min_lr_ratio=0.1))
     step_s = 3.0 * _seconds_per_step(cfg)
     budget, t0 = 25.0, time.monotonic()
     summary = pretrain_for_budget(cfg, budget, tmp_path / "out", reserve_s=4.0, step_s=step_s)
     assert time.monotonic() - t0 <= budget
-    assert summary["planned_steps"] < summary["steps"] < 10 * summary["planned_steps"]  # not stopped by the cap
+    assert summary["train_config"]["max_steps"] == 10 * summary["planned_steps"]  # the cap is the slack, and
+    assert summary["steps"] < summary["train_config"]["max_steps"]  # the deadline stopped the run, not the cap
     history = [json.loads(line) for line in (tmp_path / "out" / HISTORY_FILE).read_text().splitlines()]
     lrs = [h["lr"] for h in history]
     floor, peak = cfg.optim.lr * 0.1, cfg.optim.lr

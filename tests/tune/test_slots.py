@@ -29,22 +29,27 @@ def _take_in_thread(folder, got: threading.Event) -> threading.Thread:
 
 
 def test_at_most_n_holders_at_once(tmp_path):
-    inside, most, lock = [0], [0], threading.Lock()
+    """Six holders of two slots: never three inside, and two do get in together (the first holders wait for a
+    second one, so the count does not depend on how the threads are scheduled)."""
+    inside, most, lock, two_inside = [0], [0], threading.Lock(), threading.Event()
 
     def work():
         with slot(tmp_path, 2, poll_s=0.01):
             with lock:
                 inside[0] += 1
                 most[0] = max(most[0], inside[0])
+                if inside[0] == 2:
+                    two_inside.set()
+            two_inside.wait(timeout=10)  # were there only one slot, each would time out here and most stay 1
             time.sleep(0.05)
             with lock:
                 inside[0] -= 1
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=120)
     assert most[0] == 2 and inside[0] == 0
 
 
@@ -54,7 +59,7 @@ def test_a_slot_is_free_again_after_its_block_even_when_it_raised(tmp_path):
             raise RuntimeError("trial failed")
     got = threading.Event()
     _take_in_thread(tmp_path, got)
-    assert got.wait(timeout=5)
+    assert got.wait(timeout=60)  # returns when taken; the limit is for a loaded machine
 
 
 def test_a_killed_holder_gives_its_slot_back(tmp_path):
@@ -70,7 +75,7 @@ def test_a_killed_holder_gives_its_slot_back(tmp_path):
     finally:
         holder.send_signal(signal.SIGKILL)  # no clean-up code runs
         holder.wait()
-    assert got.wait(timeout=5)
+    assert got.wait(timeout=60)  # returns when taken; the limit is for a loaded machine
 
 
 def test_zero_slots_is_refused():
