@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.job_scripts import load_job
+from tests.jobs.test_serve import Server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,13 @@ def test_pretraining_logs_and_registers_on_the_tracking_server(mlflow_server, tm
     import mlflow
 
     mlflow.set_tracking_uri(mlflow_server)
-    loaded = mlflow.pyfunc.load_model(f"models:/tabclustpfn-server-test/{version.version}")  # over HTTP
+    uri = f"models:/tabclustpfn-server-test/{version.version}"
     table = _blobs(60, 3).drop(columns="target")
     expected = TabClustPFN(checkpoint=tmp_path / "model.pt", random_state=0).fit_predict(table)
-    np.testing.assert_array_equal(loaded.predict(table), expected)
+    np.testing.assert_array_equal(mlflow.pyfunc.load_model(uri).predict(table), expected)  # fetched over HTTP
+    server = Server(["--model-uri", uri, "--tracking-uri", mlflow_server], tmp_path / "serve.log")
+    try:  # and served by jobs/serve.py straight from the tracking server
+        response = server.invoke(table)
+        assert response.status_code == 200 and response.json()["predictions"] == expected.tolist(), response.text
+    finally:
+        assert server.stop() == 0, server.output()
