@@ -162,14 +162,54 @@ def test_wide_table_is_reduced_with_pca_and_warns():
     X = latent @ rng.normal(size=(5, 80)) + 0.01 * rng.normal(size=(300, 80))
     df = pd.DataFrame(X)
     df["c"] = rng.choice(["a", "b", "c"], size=300)
-    pre = TablePreprocessor(max_features=64)
-    with pytest.warns(UserWarning, match="principal components"):
+    pre = TablePreprocessor(max_features=64, pca_components="max_features")
+    with pytest.warns(UserWarning, match="first 64 principal components"):
         Z, cat_mask = pre.fit_transform(df)
     assert Z.shape == (300, 64) and not cat_mask.any()
     np.testing.assert_allclose(Z.std(0), 1.0, atol=1e-3)
     np.testing.assert_allclose(Z.T @ Z / 300, np.eye(64), atol=1e-3)  # decorrelated components
     Z2, _ = pre.transform(df)
     np.testing.assert_array_equal(Z, Z2)  # deterministic projection
+
+
+def test_pca_keeps_only_the_components_above_the_noise_edge_by_default():
+    """Five latent factors behind 80 columns, beside a random categorical column: the default keeps the five
+    directions that stand above the noise (not 64 unit-variance components, 59 of them noise)."""
+    rng = np.random.default_rng(2)
+    latent = rng.normal(size=(300, 5))
+    df = pd.DataFrame(latent @ rng.normal(size=(5, 80)) + 0.01 * rng.normal(size=(300, 80)))
+    df["c"] = rng.choice(["a", "b", "c"], size=300)
+    with pytest.warns(UserWarning, match="above the noise level"):
+        Z, _ = TablePreprocessor(max_features=64).fit_transform(df)
+    assert Z.shape == (300, 5)
+    # the kept components span the latent factors
+    coef, *_ = np.linalg.lstsq(Z, latent - latent.mean(0), rcond=None)
+    assert np.allclose(Z @ coef, latent - latent.mean(0), atol=0.05)
+
+
+def test_pca_of_pure_noise_keeps_two_components():
+    """No direction above the noise edge: the two largest are kept (pretraining saw D >= 2)."""
+    X = np.random.default_rng(6).normal(size=(500, 100))
+    with pytest.warns(UserWarning):
+        Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
+    assert Z.shape == (500, 2)
+
+
+def test_pca_keeps_the_one_direction_that_separates_two_groups_among_noise():
+    """Two groups apart along one direction of 128 columns: that direction is kept and the groups stay apart."""
+    rng = np.random.default_rng(7)
+    y = np.repeat([0, 1], 300)
+    X = rng.normal(size=(600, 128)) + 0.6 * y[:, None]
+    with pytest.warns(UserWarning):
+        Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
+    assert 2 <= Z.shape[1] <= 4
+    gap = np.abs(Z[y == 0].mean(0) - Z[y == 1].mean(0)).max()
+    assert gap > 1.8  # in within-group SDs of the component, about 2 when the separating axis is kept
+
+
+def test_pca_components_option_is_validated():
+    with pytest.raises(ValueError, match="pca_components must be one of"):
+        TablePreprocessor(pca_components="all")
 
 
 def test_pca_keeps_fewer_components_when_rank_is_lower():
@@ -186,9 +226,9 @@ def test_pca_of_a_wide_table_from_few_rows_equals_the_covariance_route():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 12)) @ rng.normal(size=(12, 150)) + 0.1 * rng.normal(size=(40, 150))
     with pytest.warns(UserWarning):
-        wide = TablePreprocessor(max_features=16).fit(X)
+        wide = TablePreprocessor(max_features=16, pca_components="max_features").fit(X)
     with pytest.warns(UserWarning):
-        tall = TablePreprocessor(max_features=16).fit(np.tile(X, (4, 1)))  # 160 rows > 150 features
+        tall = TablePreprocessor(max_features=16, pca_components="max_features").fit(np.tile(X, (4, 1)))
     np.testing.assert_allclose(wide.components_, tall.components_, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(wide.transform(X)[0], tall.transform(X)[0], rtol=1e-4, atol=1e-5)
 
