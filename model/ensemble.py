@@ -53,19 +53,16 @@ def column_orderings(n_features: int, n_estimators: int) -> np.ndarray:
     return np.stack(orders)
 
 
-@torch.no_grad()
 def infer_members(net: torch.nn.Module, X: np.ndarray, categorical: Sequence[int], n_estimators: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """One table as the prior draws it (continuous columns z-normalised, categorical columns codes), every row
-    context, in ``n_estimators`` orderings of its columns, as ``TabClustPFN`` infers a context -> each member's
-    soft partitions (M, K_max-1, N, K_max) and posterior over K (M, K_max-1), float64. ``net`` in eval mode."""
-    n, d = X.shape
-    cat = torch.zeros(1, d, dtype=torch.bool)
-    cat[0, list(categorical)] = True
-    out, _ = net.infer_context(torch.as_tensor(X, dtype=torch.float32)[None], torch.ones(1, n, dtype=torch.bool),
-                               torch.ones(1, d, dtype=torch.bool), cat,
-                               torch.as_tensor(column_orderings(d, n_estimators)))
-    return out.probs.double().numpy(), torch.softmax(out.k_logits.double(), dim=-1).numpy()
+    context, in ``n_estimators`` orderings of its columns, as ``TabClustPFN`` infers a context
+    (:meth:`TabClustNet.open_context`) -> each member's soft partitions (M, K_max-1, N, K_max) and posterior over
+    K (M, K_max-1), float64. ``net`` in eval mode."""
+    cat_mask = np.zeros(X.shape[1], dtype=bool)
+    cat_mask[list(categorical)] = True
+    context = net.open_context(X, cat_mask, column_orderings(X.shape[1], n_estimators))
+    return context.probs, context.posterior
 
 
 def match_clusters(reference: np.ndarray, probs: np.ndarray) -> np.ndarray:

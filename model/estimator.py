@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
-from model.network import TabClustNet
+from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS, select_k
 
@@ -231,8 +231,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
-        self._orders = column_orderings(Z.shape[1], self.n_estimators)  # read by _batch
-        member_probs, member_posteriors, encoded = self._infer_context(net, Z[ctx], cat_mask, device)
+        self._orders = column_orderings(Z.shape[1], self.n_estimators)  # kept for predict
+        context = net.open_context(Z[ctx], cat_mask, self._orders)
+        member_probs, member_posteriors = context.probs, context.posterior
         probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
         k_auto, scores = select_k(probs_all, posterior, k_hi=min(k_cap, n_ctx - 1), rule=self.k_selection,
                                   members=(member_probs, member_posteriors))
@@ -242,7 +243,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         P[ctx] = probs_all[k - 2, :, :k]
         if n > len(ctx):
             rest = np.setdiff1d(np.arange(n), ctx, assume_unique=True)
-            P[rest] = self._assign(net, Z[ctx], Z[rest], cat_mask, k, device, encoded)
+            P[rest] = self._assign(context, Z[rest], k)
 
         raw = P.argmax(axis=1)
         first_seen = np.unique(raw, return_index=True)
@@ -315,7 +316,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if sha != self._fitted_sha:
             raise ValueError(f"the checkpoint {path} is not the one fitted with (weights sha256 {sha[:12]} != "
                              f"{self._fitted_sha[:12]}): it changed since fit; fit again.")
-        return self._assign(net, self._context_X, Z, self._cat_mask, self.n_clusters_, device)
+        return self._assign(net.open_context(self._context_X, self._cat_mask, self._orders), Z, self.n_clusters_)
 
     # -------------------------------------------------------- helpers
     def _resolve_device(self) -> torch.device:
@@ -352,63 +353,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             cache[key] = (net, weights_sha256(net.state_dict()))
         return cache[key]
 
-    def _batch(self, X_ctx: np.ndarray, X_rows: np.ndarray | None, cat_mask: np.ndarray, device: torch.device,
-               ordered: bool = True):
-        """Context rows (+ non-context rows) -> the model's batch tensors, one table per column ordering
-        (B = M, the same rows in every member; ``ordered=False``: the table as it is, B = 1)."""
-        X = X_ctx if X_rows is None else np.concatenate([X_ctx, X_rows])
-        orders = self._orders if ordered else np.arange(X.shape[1])[None]
-        m, (n, d) = len(orders), X.shape
-        ctx_mask = torch.zeros(m, n, dtype=torch.bool, device=device)
-        ctx_mask[:, : len(X_ctx)] = True
-        return (torch.as_tensor(np.stack([X[:, o] for o in orders]), dtype=torch.float32, device=device),
-                torch.ones(m, n, dtype=torch.bool, device=device),
-                torch.ones(m, d, dtype=torch.bool, device=device),
-                torch.as_tensor(np.stack([cat_mask[o] for o in orders]), device=device), ctx_mask)
-
-    def _infer_context(self, net, X_ctx, cat_mask, device) -> tuple[np.ndarray, np.ndarray, tuple | None]:
-        """All K on the context in every column ordering (``self._orders``) -> each member's probs (M, K_max-1,
-        n_ctx, K_max) and posterior over K = 2..K_max (M, K_max-1), and the context's encoding for
-        :meth:`_assign` (None for networks that re-encode the context per chunk)."""
-        encoded = None
-        with torch.inference_mode():
-            if net.assigns_from_context:  # the column embedding once, then every ordering
-                X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device, ordered=False)
-                out, encoded = net.infer_context(X, row_mask, col_mask, cat,
-                                                 torch.as_tensor(self._orders, device=device))
-            else:
-                X, row_mask, col_mask, cat, _ = self._batch(X_ctx, None, cat_mask, device)
-                out = net.infer(X, row_mask, col_mask, cat)
-            posterior = torch.softmax(out.k_logits.double(), dim=-1)
-        return out.probs.double().cpu().numpy(), posterior.cpu().numpy(), encoded
-
-    def _assign(self, net, X_ctx, X_rows, cat_mask, k: int, device, encoded: tuple | None = None) -> np.ndarray:
-        """Soft assignment (m, k) of ``X_rows`` as non-context rows, ``batch_rows`` rows per pass, every member's
-        clusters matched to the first's (``self._perms``) and averaged; ``encoded``: the context's encoding from
-        :meth:`_infer_context` on the same ``X_ctx``, when at hand."""
-        out = np.empty((len(X_rows), k), np.float64)
-        n_ctx = len(X_ctx)
-        n_clusters = torch.full((len(self._orders),), k, device=device)
-
-        def matched(logits: torch.Tensor) -> np.ndarray:  # (M, rows, >= k) -> (rows, k)
-            return average_matched(torch.softmax(logits[..., :k].double(), dim=-1).cpu().numpy(), self._perms)
-
-        with torch.inference_mode():
-            if net.assigns_from_context:  # the context is encoded once; each chunk encodes its own rows only,
-                # their column embedding once for every ordering
-                orders = torch.as_tensor(self._orders, device=device)
-                state = net.context_state(*self._batch(X_ctx, None, cat_mask, device, ordered=False)[:4],
-                                          n_clusters, encoded, orders)
-                for start in range(0, len(X_rows), self.batch_rows):
-                    chunk = X_rows[start : start + self.batch_rows]
-                    X, row_mask, col_mask, cat, _ = self._batch(chunk, None, cat_mask, device, ordered=False)
-                    logits = net.assign_rows(state, X, row_mask, col_mask, cat, orders)
-                    out[start : start + len(chunk)] = matched(logits)
-                return out
-            for start in range(0, len(X_rows), self.batch_rows):
-                chunk = X_rows[start : start + self.batch_rows]
-                X, row_mask, col_mask, cat, ctx_mask = self._batch(X_ctx, chunk, cat_mask, device)
-                R = net.encode(X, row_mask, col_mask, cat, ctx_mask)
-                out[start : start + len(chunk)] = matched(net.partition_logits(R, row_mask, n_clusters, ctx_mask)
-                                                          [:, n_ctx:])
-        return out
+    def _assign(self, context: ContextInference, X_rows: np.ndarray, k: int) -> np.ndarray:
+        """Soft assignment (m, k) of ``X_rows`` as non-context rows of ``context``, ``batch_rows`` rows per pass,
+        every member's clusters matched to the first's (``self._perms``) and averaged."""
+        return average_matched(context.assign(X_rows, k, self.batch_rows), self._perms)

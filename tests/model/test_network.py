@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -437,20 +438,20 @@ def test_rows_assigned_against_a_cached_context_get_their_one_pass_logits(preset
         ref = net.partition_logits(R, both["row_mask"], k, ctx_mask)[:, 60:]
         state = net.context_state(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"], k)
         out = net.assign_rows(state, rows["X"], rows["row_mask"], rows["col_mask"], rows["cat_mask"])
-        inferred, encoded = net.infer_context(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
-        plain = net.infer(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
+        encoded = net.encode_context(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
+        plain = net.encode(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"])
         reused = net.context_state(ctx["X"], ctx["row_mask"], ctx["col_mask"], ctx["cat_mask"], k, encoded)
         out_reused = net.assign_rows(reused, rows["X"], rows["row_mask"], rows["col_mask"], rows["cat_mask"])
     assert torch.isinf(out[..., 3:]).all()
     assert torch.allclose(out[..., :3], ref[..., :3], atol=1e-5)
-    # infer_context is infer plus the encoding, and a state built from that encoding is the same state
-    assert torch.equal(inferred.probs, plain.probs) and torch.equal(inferred.k_logits, plain.k_logits)
+    # encode_context encodes as encode does, and a state built from that encoding is the same state
+    assert torch.equal(encoded[0], plain)
     assert torch.equal(out_reused, out)
 
 
 def test_encoding_a_table_in_several_column_orders_equals_the_batch_of_its_permutations():
-    """``infer_context(orders=)`` embeds the columns once for every ordering: the same outputs and context state as
-    the batch of the permuted tables (the estimator's column-order ensemble relies on it)."""
+    """``encode_context(orders=)`` embeds the columns once for every ordering: the same encoding, partitions and
+    context state as the batch of the permuted tables (the estimator's column-order ensemble relies on it)."""
     torch.manual_seed(0)
     net = TabClustNet(ModelConfig.preset("tiny")).eval()
     n, d = 40, 5
@@ -462,12 +463,15 @@ def test_encoding_a_table_in_several_column_orders_equals_the_batch_of_its_permu
     m = len(orders)
     rows, cols = torch.ones(1, n, dtype=torch.bool), torch.ones(1, d, dtype=torch.bool)
     with torch.inference_mode():
-        once, (R1, enc1) = net.infer_context(X, rows, cols, cat, orders)
+        R1, enc1 = net.encode_context(X, rows, cols, cat, orders)
         Xm, catm = X[0][:, orders].transpose(0, 1), cat[0][orders]
-        batch, (R2, enc2) = net.infer_context(Xm, rows.expand(m, -1), cols.expand(m, -1), catm)
+        R2, enc2 = net.encode_context(Xm, rows.expand(m, -1), cols.expand(m, -1), catm)
+        batch = net.infer(Xm, rows.expand(m, -1), cols.expand(m, -1), catm)
+    opened = net.open_context(X[0].numpy(), cat[0].numpy(), orders.numpy())  # the encoding with orders, as R1
     torch.testing.assert_close(R1, R2, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(once.probs, batch.probs, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(once.k_logits, batch.k_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.as_tensor(opened.probs), batch.probs.double(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.as_tensor(opened.posterior), torch.softmax(batch.k_logits.double(), -1),
+                               rtol=1e-5, atol=1e-5)
     for s1, s2 in zip(enc1.summaries, enc2.summaries):
         torch.testing.assert_close(s1, s2, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(enc1.cat_mean, enc2.cat_mean, rtol=1e-5, atol=1e-5)
@@ -491,6 +495,47 @@ def test_encoding_a_table_in_several_column_orders_equals_the_batch_of_its_permu
     torch.testing.assert_close(fresh, once, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="recorded with orders"):
         net.assign_rows(plain_state, new, new_rows, cols, cat, orders)
+
+
+@pytest.mark.parametrize("decoder", [
+    {},  # iterative, the paper's row updates: assigns from the context
+    {"proto_seeding": True, "row_updates": False},  # iterative as the small preset: seeded prototypes, fixed rows
+    {"decoder": "transformer"},  # re-encodes the context with every chunk
+    {"decoder": "naive"},
+])
+def test_open_context_assigns_rows_as_one_joint_pass_under_a_context_mask(decoder):
+    """``open_context(...).assign`` (the context once where the decoder allows it, else again with every chunk)
+    gives the rows, in every ordering, the probabilities they get as non-context rows of one pass with the context
+    under a context mask; its partitions and posterior are those of ``infer`` on the context in each ordering."""
+    torch.manual_seed(0)
+    net = TabClustNet(ModelConfig.preset("tiny", **decoder)).eval()
+    assert net.assigns_from_context == (decoder.get("decoder", "iterative") == "iterative")
+    ctx_task, rows_task = _task(21, 50, 5, 3, categorical=(1, 4)), _task(22, 23, 5, 3, categorical=(1, 4))
+    cat = torch.zeros(5, dtype=torch.bool)
+    cat[[1, 4]] = True
+    orders = torch.tensor([[0, 1, 2, 3, 4], [4, 2, 0, 3, 1], [3, 4, 1, 0, 2]])
+    m, k, n_ctx = len(orders), 3, 50
+    both = torch.cat([torch.as_tensor(ctx_task.X), torch.as_tensor(rows_task.X)])  # (73, D)
+    Xm = both[:, orders].transpose(0, 1)  # (M, 73, D): the joint table in every ordering
+    row_mask, col_mask = torch.ones(m, 73, dtype=torch.bool), torch.ones(m, 5, dtype=torch.bool)
+    ctx_mask = torch.zeros(m, 73, dtype=torch.bool)
+    ctx_mask[:, :n_ctx] = True
+    with torch.no_grad():
+        R = net.encode(Xm, row_mask, col_mask, cat[orders], ctx_mask)
+        ref = torch.softmax(net.partition_logits(R, row_mask, torch.full((m,), k), ctx_mask)[:, n_ctx:, :k].double(),
+                            dim=-1)
+        alone = net.infer(Xm[:, :n_ctx], row_mask[:, :n_ctx], col_mask, cat[orders])
+
+    context = net.open_context(ctx_task.X, cat.numpy(), orders.numpy())
+    out = context.assign(rows_task.X, k, batch_rows=10)  # chunks of 10, 10 and 3 rows
+    assert out.shape == (m, 23, k) and out.dtype == np.float64
+    np.testing.assert_allclose(out, ref.numpy(), atol=1e-5)
+    np.testing.assert_allclose(out.sum(-1), 1.0, atol=1e-9)
+    np.testing.assert_allclose(context.assign(rows_task.X, k, batch_rows=23), out, atol=1e-6)  # one chunk
+    assert context.probs.shape == (m, net.cfg.k_max - 1, n_ctx, net.cfg.k_max)
+    np.testing.assert_allclose(context.probs, alone.probs.double().numpy(), atol=1e-5)
+    np.testing.assert_allclose(context.posterior, torch.softmax(alone.k_logits.double(), -1).numpy(), atol=1e-5)
+    np.testing.assert_allclose(context.posterior.sum(-1), 1.0, atol=1e-12)
 
 
 @pytest.mark.parametrize("competitive", [False, True])
