@@ -50,9 +50,9 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
     """Split a table into the features to cluster and the ground truth, refusing tables that cannot be clustered.
 
     The feature columns are passed on unchanged (the estimator types, imputes and normalises them itself), so a
-    table's output equals ``TabClustPFN(...).fit(features)``. Refused: no rows, fewer than 2 rows, an unknown
-    label column, no feature column, more than ``max_columns`` feature columns, no observed value, and text
-    columns that are not categories (see :func:`check_text_column`).
+    table's output equals ``TabClustPFN(...).fit(features)``. Refused: no rows, duplicate column names, fewer than
+    2 rows, an unknown label column, no feature column, more than ``max_columns`` feature columns, no observed
+    value, and text columns that are not categories (see :func:`check_text_column`).
 
     Raises
     ------
@@ -61,6 +61,10 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
     """
     if len(frame) == 0:
         raise TableError("table is empty (no rows)")
+    duplicated = list(dict.fromkeys(frame.columns[frame.columns.duplicated()]))
+    if duplicated:  # (a served request can have them; CSV readers rename them) frame[name] would be a frame
+        raise TableError(f"duplicate column name(s) {duplicated[:5]}: every column needs its own name; rename "
+                         "or drop the duplicates")
     truth = None
     if label_column is not None:
         if label_column not in frame.columns:
