@@ -14,7 +14,8 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
   below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
   dropped; if nothing remains, ``ValueError``.
-* **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation.
+* **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation; z-scores
+  beyond +-1e6 (a new row's extreme value) are clipped there.
 * **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
   categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
@@ -50,6 +51,7 @@ import pandas as pd
 logger = logging.getLogger(__name__)
 
 _CHUNK_ROWS = 65536  # rows per block in the PCA path (bounds its memory)
+_MAX_Z = 1e6  # z-scores are clipped here, so that a new row's extreme value stays finite in float32
 _MIN_COMPONENTS = 2  # the fewest columns the PCA path hands the network (pretraining saw D >= 2)
 PCA_COMPONENTS = ("above_noise", "max_features")
 
@@ -383,7 +385,11 @@ class TablePreprocessor:
                 out[:, i] = codes
             else:
                 filled = np.where(np.isnan(values), col.fill, values)
-                out[:, i] = (filled - col.center) / col.scale
+                with np.errstate(over="ignore", invalid="ignore"):
+                    z = (filled - col.center) / col.scale
+                if not np.isfinite(z).all():  # near the float64 range x - center overflows: divide first
+                    z = filled / col.scale - col.center / col.scale
+                out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
         return out
 
     # ------------------------------------------------------------------ PCA

@@ -29,9 +29,9 @@ K_SELECTIONS: tuple[str, ...] = ("posterior_mode", "expected_ari")
 #: The rule ``TabClustPFN`` and the validation metrics use unless told otherwise. Chosen on 400 held-out prior
 #: tasks (N 500-1000) with the weights of 2026-11-26: median ARI 0.173 against 0.118 for the mode, mean 0.279
 #: against 0.240, mean |K^ - K| 2.33 against 2.68 (the mode wins only on tables with K = 2: 0.140 against 0.125).
-#: Re-checked with the weights of session 8 (continued on an H100): median 0.547 against 0.536, mean 0.536 against
+#: Re-checked with the weights continued on an H100 (2026-11-26): median 0.547 against 0.536, mean 0.536 against
 #: 0.514, mean |K^ - K| 1.72 against 2.03; the mode still wins on K = 2 (0.799 against 0.757). With 4 column
-#: orderings (session 10): median 0.701 against 0.633, mean 0.621 against 0.572.
+#: orderings (2026-11-27): median 0.701 against 0.633, mean 0.621 against 0.572.
 DEFAULT_K_SELECTION: KSelection = "expected_ari"
 
 
@@ -144,7 +144,8 @@ def expected_ari_members(labels: np.ndarray, member_labels: np.ndarray, member_p
 
 
 def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelection = DEFAULT_K_SELECTION,
-             members: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[int, np.ndarray]:
+             members: tuple[np.ndarray, np.ndarray] | None = None, candidates: np.ndarray | None = None
+             ) -> tuple[int, np.ndarray]:
     """The chosen K and each candidate's score under ``rule``.
 
     Parameters
@@ -156,6 +157,9 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
     members : optional ``(member_probs (M, K_max-1, N, K_max), member_posteriors (M, K_max-1))`` of a
         column-order ensemble whose averages are ``probs`` and ``posterior``: ``expected_ari`` then scores each
         candidate against the members' partitions (:func:`expected_ari_members`). Ignored by ``posterior_mode``.
+    candidates : optional (K_max-1, N) hard partitions to choose among in place of ``probs``' argmax (e.g. the
+        refined ones of :func:`model.refinement.refine_candidates`); the network's partitions (``probs`` or the
+        members') remain what each candidate is scored against.
 
     Returns
     -------
@@ -174,10 +178,11 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
     if rule == "posterior_mode":
         scores[:allowed] = posterior[:allowed]
     else:
-        labels = np.asarray(probs)[:allowed].argmax(-1)
+        labels = (np.asarray(probs).argmax(-1) if candidates is None else np.asarray(candidates))[:allowed]
         if members is None:
             weights = posterior[:allowed] / max(posterior[:allowed].sum(), 1e-300)
-            scores[:allowed] = expected_ari(labels, weights)
+            reference = np.asarray(probs)[:allowed].argmax(-1)
+            scores[:allowed] = cross_ari(labels, reference) @ weights
         else:
             member_probs, member_posteriors = members
             weights = np.asarray(member_posteriors, dtype=np.float64)[:, :allowed]
@@ -186,5 +191,8 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
                                                     weights)
     # ties (identical hard partitions at several K, e.g. duplicated rows): the smallest K, which leaves the fewest
     # clusters without rows and spreads no probability over them
+    if np.isnan(scores[:allowed]).any():
+        raise ValueError("the network's partitions or posterior over K are not finite (NaN scores); check the "
+                         "table for values the preprocessing could not scale")
     best = np.flatnonzero(scores[:allowed] >= scores[:allowed].max() - 1e-12)
     return 2 + int(best[0]), scores

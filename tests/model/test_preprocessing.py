@@ -268,3 +268,16 @@ def test_all_numeric_tables_read_in_one_block_match_the_column_by_column_path(mo
         TablePreprocessor().fit(bad)
     with pytest.raises(ValueError, match="column 'h' contains inf"):
         fast.transform(bad)
+
+
+def test_values_near_the_float64_range_and_extreme_new_rows_stay_finite():
+    """A column spanning +-1.8e308: x - mean overflows unless divided first; a new row 1e300 SDs out is clipped
+    at 1e6 instead of becoming inf in the model's float32 input."""
+    df = pd.DataFrame({"x": [1.797693e308] * 3 + [-1.797693e308, 0.0], "y": [1.0, 2, 3, 4, 5]})
+    pre = TablePreprocessor().fit(df)
+    Z, _ = pre.transform(df)
+    assert np.isfinite(Z).all()
+    np.testing.assert_allclose(Z[:, 0].mean(), 0.0, atol=1e-6)
+    np.testing.assert_allclose(Z[:, 0].std(), 1.0, atol=1e-6)
+    far, _ = pre.transform(pd.DataFrame({"x": [1e308], "y": [1e300]}))
+    assert np.isfinite(far).all() and far[0, 1] == 1e6
