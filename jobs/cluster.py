@@ -13,6 +13,7 @@ import sys
 
 import pandas as pd
 
+from model.refinement import REFINES
 from model.selection import K_SELECTIONS
 from pipeline.batch_cluster import DEFAULT_MAX_RETRIES, ClusterJobConfig, UsageError, run_batch
 from pipeline.tables import MAX_COLUMNS
@@ -39,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-clusters", type=int, default=None, help="largest K to infer for any table (default: 10)")
     p.add_argument("--n-estimators", type=int, default=None,
                    help="column orderings averaged per table (default: the estimator's, 4; 1 is fastest)")
+    p.add_argument("--refine", choices=REFINES, default=None,
+                   help="kmeans (default): two k-means steps from the model's partitions; none: the model's as "
+                        "they are")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # an option the config refuses is a usage error: argparse's message and exit status 2
         cfg = ClusterJobConfig(inputs=tuple(args.inputs), output_dir=args.output, n_clusters=args.n_clusters,
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
-                               n_estimators=args.n_estimators,
+                               n_estimators=args.n_estimators, refine=args.refine,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,

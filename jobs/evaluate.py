@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from model.refinement import REFINES
 from model.selection import K_SELECTIONS
 from pipeline.evaluation import EvalConfig, run_evaluation
 from pipeline.evaluation.methods import METHODS
@@ -39,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n-estimators", type=int, default=None,
                    help="TabClustPFN's column orderings averaged per table (default: the estimator's, 4; 1 is the "
                         "paper's single pass)")
+    p.add_argument("--refine", choices=REFINES, default=None,
+                   help="TabClustPFN's test-time refinement (default: the estimator's, kmeans)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets, 6 methods, "
                                                         "16 calibration datasets")
@@ -59,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = EvalConfig(suites=suites, data_dir=args.data, benchmarks_dir=args.benchmarks_dir,
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
-                         k_selection=args.k_selection, n_estimators=args.n_estimators, output_dir=args.output,
+                         k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
+                         output_dir=args.output,
                          quick=args.quick,
                          calibration_size=args.calibration_size,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,

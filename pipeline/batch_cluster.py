@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.refinement import DEFAULT_REFINE, REFINES
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
 from pipeline.tables import MAX_COLUMNS, TableError, discover_tables, prepare_features, read_table, table_names
 
@@ -72,6 +73,9 @@ class ClusterJobConfig:
     n_estimators : int, optional
         Column orderings averaged per table (``TabClustPFN(n_estimators=...)``); None keeps the estimator's
         default.
+    refine : str, optional
+        ``TabClustPFN(refine=...)``: ``"kmeans"`` (two Lloyd steps from the network's partitions) or ``"none"``;
+        None keeps the estimator's default.
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -96,6 +100,7 @@ class ClusterJobConfig:
     k_selection: str | None = None
     max_clusters: int | None = None
     n_estimators: int | None = None
+    refine: str | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -118,6 +123,8 @@ class ClusterJobConfig:
                              "give one of them")
         if self.n_estimators is not None and self.n_estimators < 1:
             raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
+        if self.refine is not None and self.refine not in REFINES:
+            raise ValueError(f"unknown refine {self.refine!r}: use one of {REFINES}")
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -208,10 +215,10 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 
 
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
-                   max_clusters: int | None = None, n_estimators: int | None = None):
+                   max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection`` and ``n_estimators`` None keep the estimator's defaults; ``max_clusters`` bounds the
-    inferred K.
+    ``k_selection``, ``n_estimators`` and ``refine`` None keep the estimator's defaults; ``max_clusters`` bounds
+    the inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
     bad setting fails once at start-up instead of on every table.
@@ -223,6 +230,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(k_selection=k_selection)
     if n_estimators is not None:
         est.set_params(n_estimators=n_estimators)
+    if refine is not None:
+        est.set_params(refine=refine)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 
@@ -232,8 +241,9 @@ class TableClusterer:
 
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
-                 n_estimators: int | None = None) -> None:
-        self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators)
+                 n_estimators: int | None = None, refine: str | None = None) -> None:
+        self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
+                                         refine)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -272,7 +282,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0)(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
-            cfg.max_clusters, cfg.n_estimators)
+            cfg.max_clusters, cfg.n_estimators, cfg.refine)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -535,7 +545,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "max_columns": cfg.max_columns, "max_retries": cfg.max_retries,
                                "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
                                "max_clusters": cfg.max_clusters,
-                               "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS})
+                               "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS,
+                               "refine": cfg.refine or DEFAULT_REFINE})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.refinement import DEFAULT_REFINE, REFINES
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
 from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
@@ -50,6 +51,7 @@ class EvalConfig:
     checkpoint: str | None = None
     k_selection: str | None = None  # TabClustPFN's rule for K (None: the estimator's default)
     n_estimators: int | None = None  # TabClustPFN's column orderings (None: the estimator's default)
+    refine: str | None = None  # TabClustPFN's test-time refinement (None: the estimator's default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -77,6 +79,8 @@ class EvalConfig:
         if self.methods is not None and len(self.methods) == 0:
             raise ValueError("no method to run: methods is empty; name at least one (--methods) or pass None for all")
         select_methods(self.methods)  # unknown method names fail here, before any work
+        if self.refine is not None and self.refine not in REFINES:
+            raise ValueError(f"unknown refine {self.refine!r} (--refine): use one of {REFINES}")
         if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
             raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
         if self.n_estimators is not None and self.n_estimators < 1:
@@ -93,14 +97,15 @@ class TaskFailure:
 
 
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
-                  k_selection: str | None = None, n_estimators: int | None = None) -> dict:
+                  k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None
+                  ) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
             out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection,
-                             n_estimators=n_estimators)
+                             n_estimators=n_estimators, refine=refine)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": ""}
     except Exception as exc:  # a failed method is a result, not a crash
@@ -199,7 +204,7 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
 
     refs = {d.name: ray.put(d) for d in datasets}
     calls = [((s.name, d.name), evaluate_pair,
-              (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators))
+              (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators, cfg.refine))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -242,8 +247,9 @@ def _metric_key(text: str) -> str:
 
 def write_outputs(out_dir: Path, results: pd.DataFrame, datasets: pd.DataFrame,
                   analyses: list[report.SuiteAnalysis], calibration: pd.DataFrame | None,
-                  header: list[str]) -> list[Path]:
-    """CSV, Markdown and PNG outputs; returns the written files."""
+                  header: list[str], provenance: list[str] | None = None) -> list[Path]:
+    """CSV, Markdown and PNG outputs; returns the written files. ``provenance``: the lines naming the checkpoint's
+    sha256, the machine and the date (:func:`report.provenance_lines`; default: machine and date)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results.to_csv(out_dir / "results.csv", index=False)
     datasets.assign(difficulty=datasets["dataset"].map(
@@ -270,7 +276,8 @@ def write_outputs(out_dir: Path, results: pd.DataFrame, datasets: pd.DataFrame,
         calibration.to_csv(out_dir / "calibration.csv", index=False)
         files += [out_dir / "calibration.csv", plots.plot_calibration(calibration, out_dir / "calibration.png")]
     failures = results.loc[results["status"] != "ok", ["suite", "dataset", "method", "status", "error"]]
-    (out_dir / "results.md").write_text(report.render_markdown(analyses, header, calibration, failures))
+    (out_dir / "results.md").write_text(report.render_markdown(analyses, header, calibration, failures,
+                                                               provenance))
     files.append(out_dir / "results.md")
     return files
 
@@ -281,7 +288,7 @@ def command_line(cfg: EvalConfig) -> str:
     defaults = EvalConfig()
     for flag, value, default in (("--data", cfg.data_dir, None), ("--benchmarks-dir", cfg.benchmarks_dir, None),
                                  ("--checkpoint", cfg.checkpoint, None), ("--k-selection", cfg.k_selection, None),
-                                 ("--n-estimators", cfg.n_estimators, None),
+                                 ("--n-estimators", cfg.n_estimators, None), ("--refine", cfg.refine, None),
                                  ("--output", cfg.output_dir, defaults.output_dir),
                                  ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
                                  ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):
@@ -300,7 +307,8 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
             f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
             "",
             f"TabClustPFN: K by `{cfg.k_selection or DEFAULT_K_SELECTION}`, "
-            f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`).",
+            f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
+            f"refinement `{cfg.refine or DEFAULT_REFINE}`.",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "
@@ -359,6 +367,7 @@ def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
     elapsed = time.perf_counter() - start
     out_dir = Path(cfg.output_dir)
     files = write_outputs(out_dir, results, dataset_table(datasets), analyses, calibration,
-                          _header(cfg, len(datasets), len(specs), elapsed))
+                          _header(cfg, len(datasets), len(specs), elapsed),
+                          report.provenance_lines(cfg.checkpoint, uses_model=uses_model))
     _log_mlflow(cfg, results, calibration, files, elapsed)
     return results, out_dir / "results.md"

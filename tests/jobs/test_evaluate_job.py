@@ -69,6 +69,8 @@ def test_quick_mode_end_to_end(ray_local, job, tmp_path, tiny_checkpoint, tracki
     assert calib["coverage"].is_monotonic_increasing  # nested sets: coverage cannot drop as alpha grows
     text = (out / "results.md").read_text()
     assert "Bayes-oracle ARI" in text and "Calibration of the CIN posterior" in text
+    assert "Checkpoint sha256: `" in text and "Machine: " in text and "Date: " in text  # provenance recorded
+    assert "refinement `kmeans`" in text  # the estimator's default, named in the settings line
     assert (out / "calibration.png").is_file() and (out / "synthetic_auto_cd.png").is_file()
 
     client = mlflow.MlflowClient(tracking_uri)

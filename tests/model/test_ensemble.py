@@ -81,7 +81,7 @@ def test_one_ordering_is_the_single_pass(tiny_checkpoint):
     import torch
 
     X = _blobs()
-    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1).fit(X)
+    est = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_estimators=1).fit(X)
     assert est.n_estimators_ == 1
     net, _ = load_checkpoint(tiny_checkpoint)
     Z = (X - X.mean(0)) / X.std(0)
@@ -134,14 +134,14 @@ def test_n_estimators_must_be_a_positive_integer(tiny_checkpoint):
 
 def test_expected_ari_scores_candidates_against_every_ordering_at_its_own_posterior(tiny_checkpoint):
     X = _blobs(d=4)
-    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=3).fit(X)
-    candidates = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=3).fit(X).labels_
+    est = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_estimators=3).fit(X)
+    candidates = {k: TabClustPFN(refine="none", n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=3).fit(X).labels_
                   for k in range(2, 11)}
     members = []  # each ordering alone: its partition at every K and its posterior
     for order in column_orderings(4, 3):
-        single = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1)
+        single = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_estimators=1)
         posterior = single.fit(X[:, order]).k_posterior_
-        labels = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X[:, order]).labels_
+        labels = {k: TabClustPFN(refine="none", n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X[:, order]).labels_
                   for k in range(2, 11)}
         members.append((posterior, labels))
     for k, score in est.k_scores_.items():

@@ -56,9 +56,9 @@ def test_posterior_mode_rule_picks_the_most_probable_k(tiny_checkpoint):
 
 def test_expected_ari_rule_picks_the_partition_agreeing_most_with_the_posterior(tiny_checkpoint):
     X = _blobs()  # one column ordering: the posterior-weighted ARI with the candidates themselves
-    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1).fit(X)
+    est = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_estimators=1).fit(X)
     assert est.k_selection == "expected_ari"
-    fixed = {k: TabClustPFN(n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X).labels_
+    fixed = {k: TabClustPFN(refine="none", n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X).labels_
              for k in range(2, K_MAX + 1)}
     for k, score in est.k_scores_.items():  # the score is the posterior-weighted ARI with every other candidate
         expected = sum(est.k_posterior_[j] * adjusted_rand_score(fixed[k], fixed[j]) for j in fixed)
@@ -270,7 +270,7 @@ def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, 
         return encode(self, X, *args, **kwargs)
 
     monkeypatch.setattr(Encoder, "_encode", spy)
-    est = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
+    est = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
     assert est.labels_.shape == (5000,) and est.labels_.min() == 0
     assert est.probabilities_.shape == (5000, est.n_clusters_) and np.isfinite(est.probabilities_).all()
     np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-6)
@@ -278,9 +278,9 @@ def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, 
     assert max(rows_per_pass) <= 1500  # memory is bounded by max(n_context, batch_rows) rows
     # the context once (every K and the chosen K's prototypes), then 3 chunks that encode only their rows
     assert rows_per_pass == [500, 1500, 1500, 1500]
-    again = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
+    again = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=0).fit(X)
     np.testing.assert_array_equal(again.labels_, est.labels_)  # deterministic given random_state
-    other = TabClustPFN(checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=1).fit(X)
+    other = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_context=500, batch_rows=1500, random_state=1).fit(X)
     assert not np.array_equal(other.context_indices_, est.context_indices_)
 
 
@@ -312,7 +312,7 @@ def test_networks_are_cached_per_path_mtime_and_reloaded_when_the_file_changes(t
     loads = []
     real = estimator_module.load_checkpoint
     monkeypatch.setattr(estimator_module, "load_checkpoint", lambda *a, **k: loads.append(a) or real(*a, **k))
-    est = TabClustPFN(checkpoint=path)
+    est = TabClustPFN(refine="none", checkpoint=path)
     est.fit(_blobs())
     est.fit(_blobs(seed=1))
     est.predict(_blobs())
@@ -366,7 +366,7 @@ def test_unpickled_estimator_uses_the_shipped_weights_of_the_package_it_is_loade
     here.mkdir(), there.mkdir()
     monkeypatch.setattr(estimator_module, "default_checkpoint_path", lambda: here / "shipped.pt")
     save_checkpoint(here / "shipped.pt", make_tiny_net(0))
-    est = TabClustPFN(n_clusters=3).fit(_blobs())
+    est = TabClustPFN(refine="none", n_clusters=3).fit(_blobs())
     blob = pickle.dumps(est)
     (here / "shipped.pt").unlink()
     monkeypatch.setattr(estimator_module, "default_checkpoint_path", lambda: there / "shipped.pt")

@@ -172,6 +172,11 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
     assert row["status"] == "ok" and row["n_clusters"] == 2 and out["cluster"].between(0, 1).all()
 
 
+def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
+    assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == "kmeans"
+    assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1, refine="none").refine == "none"
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
@@ -181,6 +186,7 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
         ({"seed": -1}, r"seed must be in 0\.\.4294967295"),
         ({"seed": 2**32}, r"seed must be in 0\.\.4294967295"),
         ({"max_retries": -1}, "max_retries must be >= 0, got -1"),
+        ({"refine": "gmm"}, "unknown refine 'gmm'"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):

@@ -1,0 +1,43 @@
+"""The benchmarks that chose today's defaults still run and write the results files DESIGN.md cites."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from model.estimator import default_checkpoint_path
+
+pytestmark = pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint")
+
+
+def test_choose_refinement_scores_every_variant_on_the_same_tables(tmp_path):
+    from benchmarks.choose_refinement import VARIANTS, main, weakest_split
+
+    out = tmp_path / "choice-refine"
+    main(["--sets", "prior", "--prior-tasks", "2", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 2 and set(df["set"]) == {"prior"}
+    for name in [*VARIANTS, "kmeans+silhouette", "kmeans+merge-gate"]:
+        assert df[name].between(-1, 1).all() and df[f"{name}_k"].between(2, 10).all()
+    report = (tmp_path / "choice-refine.md").read_text()
+    assert "| prior | 2 | kmeans |" in report and "Checkpoint sha256:" in report
+    assert "Command: `python benchmarks/choose_refinement.py --sets prior --prior-tasks 2" in report
+    # the merge gate's statistic: two far groups explain almost all the variance along their axis, one Gaussian
+    # cut at its mean about 2/pi of it
+    rng = np.random.default_rng(0)
+    far = np.r_[rng.normal(size=(200, 2)), rng.normal(size=(200, 2)) + [10, 0]]
+    assert weakest_split(far, np.repeat([0, 1], 200)) > 0.95
+    one = rng.normal(size=(4000, 2))
+    assert weakest_split(one, (one[:, 0] > 0).astype(int)) == pytest.approx(2 / np.pi, abs=0.03)
+
+
+def test_choose_pca_compares_both_rules_on_wide_tasks(tmp_path):
+    from benchmarks.choose_pca import main
+
+    out = tmp_path / "choice-pca"
+    main(["--tasks", "1", "--rows", "200", "300", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 1 and df["D"].iloc[0] >= 65
+    assert df["max_features_d"].iloc[0] == 64 and 2 <= df["above_noise_d"].iloc[0] < 64
+    assert "above_noise against max_features, K inferred" in (tmp_path / "choice-pca.md").read_text()

@@ -1,0 +1,107 @@
+"""Test-time refinement (model/refinement.py): guarded Lloyd steps from the network's partition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from model.refinement import Centroids, design, lloyd, one_hot_widths, refine_candidates
+from model.selection import select_k
+
+
+def _two_blobs(n=200, gap=6.0, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    return rng.normal(size=(n, 3)) + gap * y[:, None], y
+
+
+def _soft(labels, k, noise=0.0):
+    P = np.full((len(labels), k), noise / max(k - 1, 1))
+    P[np.arange(len(labels)), labels] = 1.0 - noise
+    return P
+
+
+def test_two_steps_move_misassigned_border_rows_to_the_nearest_mean():
+    X, y = _two_blobs()
+    wrong = y.copy()
+    wrong[:15] = 1  # 15 rows of blob 0 put in blob 1
+    labels, centroids = lloyd(X, _soft(wrong, 2, noise=0.1), steps=2)
+    assert adjusted_rand_score(y, labels) == 1.0
+    assert adjusted_rand_score(y, wrong) < 0.9
+
+
+def test_labels_are_the_nearest_of_the_returned_centroids_and_the_argmax_of_their_probabilities():
+    X, y = _two_blobs(seed=1)
+    start = np.random.default_rng(0).integers(0, 3, len(y))  # a poor start: the steps do not converge
+    labels, centroids = lloyd(X, _soft(start, 3, noise=0.2), steps=2)
+    np.testing.assert_array_equal(centroids.labels(X), labels)
+    P = centroids.probabilities(X)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    np.testing.assert_array_equal(P.argmax(1), labels)
+
+
+def test_with_min_agreement_a_refinement_that_disagrees_with_the_network_is_not_kept():
+    """Two concentric rings, the network's partition right: k-means from it cuts across the rings (both means sit
+    near the centre), so with ``min_agreement`` the network's partition stays, and without it the refinement
+    replaces it; two blobs: the refinement is kept."""
+    rng = np.random.default_rng(2)
+    angle = rng.uniform(0, 2 * np.pi, 400)
+    y = np.repeat([0, 1], 200)
+    radius = np.where(y == 0, 1.0, 4.0) + 0.05 * rng.normal(size=400)
+    rings = np.c_[radius * np.cos(angle), radius * np.sin(angle)]
+    probs = np.zeros((2, 400, 3))
+    probs[0, :, :2] = _soft(y, 2)
+    probs[1, :, :3] = _soft(np.where(y == 0, 0, 1 + (angle > np.pi)), 3)
+    labels, kept = refine_candidates(rings, probs, n_candidates=2, min_agreement=0.6)
+    assert kept[0] is None and adjusted_rand_score(y, labels[0]) == 1.0
+    labels, kept = refine_candidates(rings, probs, n_candidates=2)
+    assert kept[0] is not None and adjusted_rand_score(y, labels[0]) < 0.6
+    X, yb = _two_blobs()
+    blob_probs = np.zeros((1, len(yb), 2))
+    blob_probs[0] = _soft(yb, 2, noise=0.3)
+    labels, kept = refine_candidates(X, blob_probs, n_candidates=1, min_agreement=0.6)
+    assert isinstance(kept[0], Centroids) and adjusted_rand_score(yb, labels[0]) == 1.0
+
+
+def test_candidates_beyond_n_candidates_keep_the_networks_partition():
+    X, y = _two_blobs()
+    probs = np.zeros((3, len(y), 4))
+    for c in range(3):
+        probs[c, :, : c + 2] = _soft(np.minimum(y, c + 1), c + 2, noise=0.2)
+    labels, kept = refine_candidates(X, probs, n_candidates=1)
+    assert kept[1] is None and kept[2] is None
+    np.testing.assert_array_equal(labels[1:], probs[1:].argmax(-1))
+
+
+def test_design_one_hot_encodes_categorical_codes_with_the_fitted_widths():
+    Z = np.array([[0.5, 0, 2], [-0.5, 1, 0], [0.0, 0, 1]], np.float32)
+    cat = np.array([False, True, True])
+    widths = one_hot_widths(Z, cat)
+    np.testing.assert_array_equal(widths, [2, 3])
+    X = design(Z, cat, widths)
+    assert X.shape == (3, 1 + 2 + 3)
+    np.testing.assert_array_equal(X[0], [0.5, 1, 0, 0, 0, 1])
+    unseen = design(np.array([[0.0, 5, 0]], np.float32), cat, widths)  # a code past the fitted ones is clipped
+    np.testing.assert_array_equal(unseen[0], [0.0, 0, 1, 1, 0, 0])
+
+
+def test_lloyd_refuses_zero_steps():
+    X, y = _two_blobs()
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        lloyd(X, _soft(y, 2), steps=0)
+
+
+def test_select_k_chooses_among_the_given_candidates_scored_against_the_networks_partitions():
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2], 30)
+    probs = np.zeros((2, 90, 3))
+    probs[0, :, :2] = _soft(np.minimum(y, 1), 2)
+    probs[1, :, :3] = _soft(y, 3)
+    posterior = np.array([0.2, 0.8])
+    k, scores = select_k(probs, posterior, k_hi=3)
+    assert k == 3
+    noisy = probs.argmax(-1)
+    noisy[1] = rng.integers(0, 3, 90)  # the K = 3 candidate replaced by noise: K = 2 now scores higher
+    k, scores_c = select_k(probs, posterior, k_hi=3, candidates=noisy)
+    assert k == 2 and scores_c[1] < scores[1] and scores_c[0] == pytest.approx(scores[0])
