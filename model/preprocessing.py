@@ -27,11 +27,12 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   covariance (signs fixed, so the result is deterministic), and each component is scaled to unit variance, like
   the z-normalised columns seen in pretraining. The output is then all numeric. Which components:
   ``pca_components="above_noise"`` (default) keeps those whose eigenvalue exceeds the largest one that n rows of
-  P independent unit-variance columns would show, (1 + sqrt(P/n))^2 (the Marchenko-Pastur edge), at least 2 and
+  P independent unit-variance columns would show, (1 + sqrt(P/n))^2 (the Marchenko-Pastur edge), at least 1 and
   at most ``max_features``; ``"max_features"`` keeps the first ``max_features`` (the paper's). Scaling every kept
-  component to unit variance makes the noise components as loud as the one that carries the clusters: on 60
-  held-out prior tasks with D 65-128 (``benchmarks/choose_pca.py``), the default raised the ARI with K inferred
-  from a median of 0.021 to 0.626 (+0.493 +- 0.050 task by task, better on 53 of 60; docs/results/choice-pca.md).
+  component to unit variance makes the noise components as loud as the one that carries the clusters: on 200
+  held-out prior tasks with D 65-128 (``benchmarks/choose_pca.py``, ``docs/results/choice-pca.md``), the default
+  raised the median ARI with K inferred from 0.020 to 0.787 (+0.547 +- 0.028 task by task, better on 180); a
+  floor of 2 components instead of 1 lost -0.028 +- 0.010 (a lone separating component beside a noise one).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 _CHUNK_ROWS = 65536  # rows per block in the PCA path (bounds its memory)
 _MAX_Z = 1e6  # z-scores are clipped here, so that a new row's extreme value stays finite in float32
-_MIN_COMPONENTS = 2  # the fewest columns the PCA path hands the network (pretraining saw D >= 2)
+_MIN_COMPONENTS = 1  # the fewest columns the PCA path hands the network (2 lost: docs/results/choice-pca.md)
 PCA_COMPONENTS = ("above_noise", "max_features")
 
 

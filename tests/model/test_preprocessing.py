@@ -187,12 +187,12 @@ def test_pca_keeps_only_the_components_above_the_noise_edge_by_default():
     assert np.allclose(Z @ coef, latent - latent.mean(0), atol=0.05)
 
 
-def test_pca_of_pure_noise_keeps_two_components():
-    """No direction above the noise edge: the two largest are kept (pretraining saw D >= 2)."""
+def test_pca_of_pure_noise_keeps_one_component():
+    """No direction above the noise edge: the largest is kept."""
     X = np.random.default_rng(6).normal(size=(500, 100))
     with pytest.warns(UserWarning):
         Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
-    assert Z.shape == (500, 2)
+    assert Z.shape == (500, 1)
 
 
 def test_pca_keeps_the_one_direction_that_separates_two_groups_among_noise():
@@ -202,7 +202,7 @@ def test_pca_keeps_the_one_direction_that_separates_two_groups_among_noise():
     X = rng.normal(size=(600, 128)) + 0.6 * y[:, None]
     with pytest.warns(UserWarning):
         Z, _ = TablePreprocessor(max_features=64).fit_transform(X)
-    assert 2 <= Z.shape[1] <= 4
+    assert Z.shape[1] == 1  # the separating direction alone: no noise component beside it
     gap = np.abs(Z[y == 0].mean(0) - Z[y == 1].mean(0)).max()
     assert gap > 1.8  # in within-group SDs of the component, about 2 when the separating axis is kept
 
