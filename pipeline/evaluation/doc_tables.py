@@ -1,12 +1,12 @@
 """The results tables of README.md and the model card, generated from the committed evaluation files.
 
 Each ``docs/results/<name>.csv`` written by ``jobs/evaluate.py`` (one row per suite, dataset and method; see
-``docs/results/evaluation-small.csv``) renders as one Markdown block. A document holds such a block between
+``docs/results/evaluation-test.csv``) renders as one Markdown block. A document holds such a block between
 
     <!-- results:begin NAME -->
     <!-- results:end NAME -->
 
-where NAME is the CSV's stem (``evaluation-small``); :func:`render_document` replaces what lies between the two
+where NAME is the CSV's stem (``evaluation-test``); :func:`render_document` replaces what lies between the two
 markers and nothing else, so the prose around a table is written by hand and every figure inside it is not.
 
 Per suite present in the CSV (synthetic, real, openml, dev, ...), TabClustPFN with K inferred is set against
@@ -179,6 +179,12 @@ def _num(value: float, fmt: str) -> str:
     return "-" if value is None or not np.isfinite(value) else format(value, fmt)
 
 
+def _p_clause(value: float) -> str:
+    """``p = 0.013``, or ``p < 0.001``."""
+    text = _p(value)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def _p(value: float) -> str:
     if not np.isfinite(value):
         return "-"
@@ -220,7 +226,7 @@ def render_block(results: pd.DataFrame, csv_path: Path, provenance: dict[str, st
                                f"{_num(row['median_k_mae'], 'g')} | {_num(row['median_seconds'], '.3f')} | "
                                + (f"{_num(row['win_rate'], '.2f')} | {_interval(row)} | {_p(row['wilcoxon_p'])} |"
                                   if peer else "- | - | - |"))
-        parts = [f"{row['reading']} {row['method']} (p = {_p(row['wilcoxon_p'])}, win rate "
+        parts = [f"{row['reading']} {row['method']} ({_p_clause(row['wilcoxon_p'])}, win rate "
                  f"{_num(row['win_rate'], '.2f')})" for _, row in table.iloc[1:].iterrows()]
         if parts:
             summary.append(f"- {suite}: TabClustPFN is " + "; ".join(parts) + ".")

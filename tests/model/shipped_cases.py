@@ -73,7 +73,9 @@ def cases() -> dict[str, tuple[pd.DataFrame, np.ndarray]]:
         "demo_elongated": _demo("elongated.csv"),
         "blobs_d65": _separated_groups(65, 1.0, seed=1),
         "blobs_d128": _separated_groups(128, 1.0, seed=2),
+        "one_informative_1_noise": _one_informative(1),
         "one_informative_3_noise": _one_informative(3),
+        "one_informative_7_noise": _one_informative(7),
         "mixed_categorical": _mixed(),
         "large_chunked": _large(),
     }

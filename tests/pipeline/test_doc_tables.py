@@ -116,7 +116,7 @@ def test_check_fails_on_a_stale_block_and_the_rewrite_makes_it_pass(tmp_path):
     job = load_job("render_docs")
     results = tmp_path / "results"
     results.mkdir()
-    csv = REPO / "docs" / "results" / "evaluation-small.csv"
+    csv = REPO / "docs" / "results" / "evaluation-test.csv"
     shutil.copy(csv, results / "evaluation-dev.csv")
     doc = tmp_path / "doc.md"
     doc.write_text("before\n<!-- results:begin evaluation-dev -->\nOUTDATED-TABLE\n"
@@ -141,3 +141,10 @@ def test_committed_document_tables_equal_what_the_results_files_give(doc: Path):
     assert set(names) <= {p.stem for p in csvs}
     stale = doc_tables.update_documents([doc], csvs, check=True, root=REPO)
     assert stale == [], f"{doc.name} differs from docs/results; run `make results`"
+
+
+def test_a_p_value_below_the_printed_precision_reads_p_below_not_p_equals():
+    from pipeline.evaluation.doc_tables import _p_clause
+
+    assert _p_clause(0.0002) == "p < 0.001"
+    assert _p_clause(0.013) == "p = 0.013"
