@@ -17,6 +17,10 @@ then every variant turns the same network outputs into an answer, K inferred:
 - ``kmeans+merge-gate``: ``kmeans``'s answer, then K lowered while two of its clusters, split along the axis
   between their means, explain less than 0.6 of that axis's variance (a single Gaussian cut in two: 0.64).
 
+The same run measures how far a user can trust CIN's posterior over K (``TabClustPFN.k_posterior_``), which the
+refinement does not change: per set, how often its most probable K is the labelled one against its mean
+probability, and how often the smallest set of K holding 80 % of it contains the labelled K, and its mean size.
+
 Sets: ``prior`` (``--prior-tasks`` tasks of the paper's prior, validation seeds, N 500-1000), ``noisy`` (the same
 prior with half of its tasks given pure-noise columns and 30 % with contaminated rows: ``priors/nuisance.py``),
 ``dev`` (the 23 tables of ``../shared/benchmarks/dev``). Writes ``OUT.csv`` (one row per table, ARI and K of every
@@ -78,8 +82,10 @@ def score_table(net, frame: pd.DataFrame, y: np.ndarray) -> dict:
     member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
     probs, post, _ = combine_members(member_probs, member_post)
     k_hi = min(net.cfg.k_max, len(y) - 1)
+    order = np.argsort(post)[::-1]
+    in_set = order[: int(np.searchsorted(np.cumsum(post[order]), 0.8) + 1)] + 2  # the 80 % set of K
+    out = {"p_top": float(post[order[0]]), "k_top": int(order[0] + 2), "set80": " ".join(map(str, sorted(in_set)))}
     X = design(Z, cat, one_hot_widths(Z, cat))
-    out = {}
     for name, setting in VARIANTS.items():
         candidates = None
         if setting is not None:
@@ -135,6 +141,18 @@ def summary(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def calibration(df: pd.DataFrame) -> list[str]:
+    """CIN's posterior against the labelled K, per set (tables whose K is in 2..10)."""
+    lines = ["| set | tables | top K right | mean top probability | 80 % set holds K | mean 80 % set size |",
+             "|---|---|---|---|---|---|"]
+    for which, part in df[df.K.between(2, 10)].groupby("set", sort=False):
+        sets = part["set80"].astype(str).str.split()
+        covered = [str(k) in s for k, s in zip(part.K, sets)]
+        lines.append(f"| {which} | {len(part)} | {(part.k_top == part.K).mean():.2f} | {part.p_top.mean():.2f} | "
+                     f"{np.mean(covered):.2f} | {sets.map(len).mean():.1f} |")
+    return lines
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="+", default=["prior", "noisy", "dev"], choices=["prior", "noisy", "dev"])
@@ -156,6 +174,7 @@ def main(argv=None) -> None:
     df.to_csv(args.out + ".csv", index=False)
     given = sys.argv[1:] if argv is None else list(argv)
     lines = ["# Test-time refinement, chosen on development data (K inferred)", "", *summary(df), "",
+             "## CIN's posterior over K against the labelled K", "", *calibration(df), "",
              PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_refinement.py " + " ".join(given) + "`",
              *provenance_lines(args.checkpoint, uses_model=True)]
     with open(args.out + ".md", "w") as fh:

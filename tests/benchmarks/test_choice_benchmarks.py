@@ -22,6 +22,7 @@ def test_choose_refinement_scores_every_variant_on_the_same_tables(tmp_path):
         assert df[name].between(-1, 1).all() and df[f"{name}_k"].between(2, 10).all()
     report = (tmp_path / "choice-refine.md").read_text()
     assert "| prior | 2 | kmeans |" in report and "Checkpoint sha256:" in report
+    assert "| prior | 2 | " in report.split("CIN's posterior over K")[1]  # the calibration table
     assert "Command: `python benchmarks/choose_refinement.py --sets prior --prior-tasks 2" in report
     # the merge gate's statistic: two far groups explain almost all the variance along their axis, one Gaussian
     # cut at its mean about 2/pi of it
