@@ -3,7 +3,7 @@
 A run lives in ``<storage_path>/<run_name>/``: Ray Train's checkpoints (``checkpoint_step*/``), ``pretrain.json``
 (the MLflow run id and the full TrainConfig) and, by default, the final model checkpoint ``model.pt`` in the
 ``model`` package's format. ``pretrain(..., RunOptions(resume=True, run_name=...))`` continues the same run and
-the same MLflow run from the newest checkpoint, in this session or a later one.
+the same MLflow run from the newest checkpoint, in this process or a later one.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _open_run(cfg: TrainConfig, options: RunOptions, run_dir: Path) -> tuple[Tra
             raise ValueError("resume must keep the model, seed and prior of the run; change only the schedule "
                              "(e.g. max_steps) or the resources (workers, actors)")
         mlflow.start_run(run_id=saved["run_id"])
-        # params are immutable in MLflow: record what this session changed (e.g. max_steps) as tags
+        # params are immutable in MLflow: record what this launch changed (e.g. max_steps) as tags
         new, before = flatten(config_to_dict(cfg)), flatten(saved["config"])
         mlflow.set_tags({"resumed_at": datetime.now().isoformat(timespec="seconds"),
                          **{f"resume.{k}": str(v) for k, v in new.items() if before.get(k) != v}})

@@ -116,7 +116,7 @@ def build_optimizer(net: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
 
 
 def restore_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any], optim: OptimConfig) -> None:
-    """Load a saved optimizer state, keeping this session's betas, eps and weight decay.
+    """Load a saved optimizer state, keeping this launch's betas, eps and weight decay.
 
     ``load_state_dict`` also restores the saved hyperparameters, which would silently ignore a resume that
     changes them (while the run is tagged as changed); the moments and step counts are what must carry over.

@@ -103,7 +103,7 @@ def repair(experiment_dir: Path) -> list[str]:
 
     Torn state files are moved to ``.tune-state/torn/``; a missing or torn file is replaced by its complete copy from
     ``.tune-state/``. If the newest session has no complete copy, its torn files are only moved aside, so the restore
-    reads the previous session's state (complete, or itself replaced by its copy). Raises ``FileNotFoundError`` when
+    reads the previous launch's state (complete, or itself replaced by its copy). Raises ``FileNotFoundError`` when
     no complete experiment state is left: the sweep cannot be resumed through Tune.
     """
     done: list[str] = []
@@ -125,7 +125,7 @@ def repair(experiment_dir: Path) -> list[str]:
             for path in session_files(experiment_dir, state):
                 os.replace(path, folder / TORN_DIR / path.name)
             done.append(f"{state.name}: torn and no complete copy of its session; moved aside")
-    # The previous session's copy, when the newest session never got one and the folder lost the previous file.
+    # The previous launch's copy, when the newest launch never got one and the folder lost the previous file.
     if newest_state(experiment_dir) is None:
         copies = newest_state(folder) if folder.is_dir() else None
         if copies is None:
