@@ -11,7 +11,7 @@ FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 # torch==2.13.0 on Linux is the CUDA build with gigabytes of nvidia-* dependencies.
 TORCH_SOURCE := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--index-url https://download.pytorch.org/whl/cpu)
 
-.PHONY: setup cluster test test-fast pretrain evaluate results serve clean-venv
+.PHONY: setup cluster test test-fast pretrain evaluate results serve gpu-continue clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,21 @@ results: $(STAMP)
 
 serve: $(STAMP)
 	$(PY) jobs/serve.py $(ARGS)
+
+# The prepared run for a lent GPU (about 15 minutes of device time, start-up included): continue the shipped
+# weights on tables of the real sizes, with noise columns beside as few as one informative column. Runs from a
+# bare checkout with the machine's own CUDA torch; the result is chosen or not here, on development data.
+GPU_PYTHON ?= python3
+GPU_DEVICE ?= cuda
+GPU_BUDGET ?= 600
+GPU_OUT ?= outputs/gpu-continue
+GPU_INIT ?= model/weights/tabclustpfn-small.pt
+gpu-continue:
+	$(GPU_PYTHON) jobs/pretrain_budget.py --device $(GPU_DEVICE) --budget-s $(GPU_BUDGET) --out $(GPU_OUT) \
+	  $(if $(GPU_INIT),--init-checkpoint $(GPU_INIT)) --seed 311 --lr 3e-4 --batch-size 64 --micro-batch 16 \
+	  --set stream.prior.n_rows=[200,1000] --set stream.prior.nuisance.p_noise_features=0.5 \
+	  --set stream.prior.nuisance.min_informative=1 --set stream.prior.nuisance.p_contamination=0.2 \
+	  --note "shipped weights continued at N 200-1000 with noise columns beside >= 1 informative one" $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

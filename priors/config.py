@@ -195,6 +195,9 @@ class NuisanceConfig:
     contamination_scale : tuple of float
         Each contaminated row's distance from its cluster's centre is multiplied by lambda ~ U(this); low >= 1,
         1 < high <= 1000.
+    min_informative : int
+        Fewest columns of a GMM table that carry its clusters when it gets noise columns (>= 1; ZEUS tables keep
+        ``zeus.min_cont_features``). 1 covers tables whose clusters live in one column beside noise ones.
     """
 
     p_noise_features: float = 0.0
@@ -202,8 +205,11 @@ class NuisanceConfig:
     p_contamination: float = 0.0
     contamination_fraction: tuple[float, float] = (0.005, 0.05)
     contamination_scale: tuple[float, float] = (3.0, 8.0)
+    min_informative: int = 2
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.min_informative, int) and self.min_informative >= 1):
+            raise ValueError(f"min_informative must be an integer >= 1, got {self.min_informative!r}")
         _check_probability("p_noise_features", self.p_noise_features)
         _check_probability("p_contamination", self.p_contamination)
         _check_range("noise_fraction", self.noise_fraction, 0.0)

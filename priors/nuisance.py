@@ -33,7 +33,7 @@ from priors.config import NuisanceConfig
 __all__ = ["NuisancePlan", "plan_nuisance", "noise_columns", "contaminate", "NOISE_FAMILIES"]
 
 NOISE_FAMILIES = ("gaussian", "uniform", "lognormal", "discrete")
-_MIN_INFORMATIVE = 2  # columns of the paper's table that a table with noise columns keeps
+_MIN_INFORMATIVE = 1  # the fewest columns of the paper's table that a table with noise columns can keep
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,12 @@ def nuisance_rng(seed: int) -> np.random.Generator:
 
 
 def plan_nuisance(rng: np.random.Generator, n_rows: int, n_features: int, cfg: NuisanceConfig,
-                  min_informative: int = _MIN_INFORMATIVE) -> NuisancePlan:
+                  min_informative: int = 2) -> NuisancePlan:
     """Draw whether the table gets noise columns and contaminated rows, and how many.
 
     Always consumes the same random numbers, whatever the table's size, so one seed's plan depends only on the
-    seed and the config. ``min_informative``: columns of the paper's table that stay (at least 2; a ZEUS table
-    needs ``zeus.min_cont_features``), so noise columns need D > min_informative."""
+    seed and the config. ``min_informative``: columns of the paper's table that stay (a GMM table
+    ``cfg.min_informative``, a ZEUS table ``zeus.min_cont_features``), so noise columns need D > min_informative."""
     u_noise, frac_noise, u_cont, frac_cont = rng.random(4)
     keep = max(_MIN_INFORMATIVE, int(min_informative))
     n_noise = 0

@@ -129,7 +129,8 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
     plan, noise_rng = NuisancePlan(), None
     if config.nuisance.enabled:  # its own stream: the spec and the paper's draws stay those of the seed
         noise_rng = nuisance_rng(int(seed))
-        keep = config.zeus.min_cont_features if spec.mechanism == "zeus" else 2  # what the mechanism needs
+        keep = (config.zeus.min_cont_features if spec.mechanism == "zeus"  # what the mechanism needs
+                else config.nuisance.min_informative)
         plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance, min_informative=keep)
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:

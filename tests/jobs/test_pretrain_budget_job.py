@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.job_scripts import REPO
 
 
@@ -28,3 +30,21 @@ def test_help_runs_from_another_directory():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "--budget-s" in out.stdout
+
+
+@pytest.mark.slow
+def test_the_prepared_gpu_run_trains_and_exports_with_its_prior_settings(tmp_path):
+    """`make gpu-continue`, the command kept for a lent GPU, on the CPU with the tiny preset: its prior overrides
+    (N 200-1000, noise columns beside one informative column, contaminated rows) are accepted, it trains within
+    the budget and writes a model whose lineage records the run."""
+    from model.checkpoint import load_checkpoint
+
+    out = tmp_path / "gpu"
+    done = subprocess.run(["make", "-s", "gpu-continue", "GPU_DEVICE=cpu", "GPU_BUDGET=45", "GPU_INIT=",
+                           f"GPU_PYTHON={sys.executable}", f"GPU_OUT={out}", "ARGS=--smoke"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, meta = load_checkpoint(out / "model.pt")
+    prior = meta["train_config"]["stream"]["prior"]
+    assert prior["n_rows"] == [200, 1000] and prior["nuisance"]["min_informative"] == 1
+    assert meta["lineage"][-1]["steps"] > 0 and "informative" in meta["lineage"][-1]["what"]

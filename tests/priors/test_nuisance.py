@@ -175,6 +175,7 @@ def test_plan_draws_within_its_ranges_and_noise_needs_three_columns():
     ({"contamination_scale": (0.5, 2.0)}, "contamination_scale"),
     ({"contamination_scale": (1.0, 1.0)}, "contamination_scale"),
     ({"contamination_scale": (3.0, 1e300)}, "contamination_scale"),
+    ({"min_informative": 0}, "min_informative"),
 ])
 def test_bad_nuisance_settings_are_refused_naming_the_field(change, match):
     with pytest.raises(ValueError, match=match):
@@ -182,3 +183,24 @@ def test_bad_nuisance_settings_are_refused_naming_the_field(change, match):
     with pytest.raises(TypeError, match="nuisance"):
         PriorConfig(nuisance={"p_contamination": 0.5})  # type: ignore[arg-type]
 
+
+
+def test_min_informative_one_draws_gmm_tables_whose_clusters_live_in_one_column_beside_noise():
+    """The case the paper's prior never draws: every column but one is noise. The labels then depend on that
+    column only, and the default (2) leaves every seed's table as it was."""
+    one = replace(SMALL, n_features=(2, 6), nuisance=NuisanceConfig(p_noise_features=1.0, noise_fraction=(0.6, 0.95),
+                                                                   min_informative=1))
+    seen = 0
+    for seed in range(60):
+        ds = sample_dataset(seed, kind="gmm", config=one)
+        informative = [j for j in range(ds.X.shape[1]) if j not in ds.meta["noise_columns"]]
+        assert len(informative) >= 1
+        if len(informative) == 1:
+            seen += 1
+            x = ds.X[:, informative[0]]
+            assert np.ptp([x[ds.y == k].mean() for k in np.unique(ds.y)]) > 0.5  # the clusters differ there
+    assert seen >= 5
+    for seed in range(5):
+        np.testing.assert_array_equal(sample_dataset(seed, kind="gmm", config=NOISE).X, sample_dataset(
+            seed, kind="gmm", config=replace(NOISE, nuisance=NuisanceConfig(p_noise_features=1.0,
+                                                                            min_informative=2))).X)
