@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    shown = summary.drop(columns=["path", "k_posterior"]).astype(object).where(summary.notna(), "")
+    shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
     with pd.option_context("display.max_columns", None, "display.width", 160, "display.max_colwidth", 70):
         print(shown.to_string(index=False))
     n_failed = int((summary["status"] != "ok").sum())

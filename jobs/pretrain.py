@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help='MLflow registered model name (default: %(default)s; "" logs the model unregistered)')
     p.add_argument("--local", action="store_true", help="train in this process without Ray (same step code)")
     p.add_argument("--address", help="Ray cluster address (default: the job's cluster, else a local Ray)")
+    p.add_argument("--placement-strategy", choices=["PACK", "SPREAD"], default="PACK",
+                   help="where the Ray Train workers go: PACK (default) on as few nodes as fit them, SPREAD over "
+                        "as many nodes as possible; each worker's node is an MLflow tag ray.node_id.rank<i>")
     return p.parse_args(argv)
 
 
@@ -72,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         options = RunOptions(storage_path=args.storage_path, run_name=args.resume or args.run_name,
                              resume=bool(args.resume), tracking_uri=args.tracking_uri, output=args.output,
                              registered_model_name=args.register_as or None, backend="local" if args.local else "ray",
-                             progress_interval_s=10.0 if args.smoke else 30.0)
+                             progress_interval_s=10.0 if args.smoke else 30.0,
+                             placement_strategy=args.placement_strategy)
         if not args.local:
             init_ray(args.address)
         result = pretrain(cfg, options)

@@ -8,8 +8,10 @@ memory, its node lost) is tried again on another worker, ``max_retries`` times; 
 every try is a failed row, saying so.
 
 Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
-``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`). The driver writes every file, so with
-``ray job submit`` they land on the head node; the input paths must be readable by the workers. MLflow tracking is
+``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`; ``node_id`` is the Ray node whose worker
+clustered the table, empty for a table that failed before any worker finished it). The driver writes every file,
+so with ``ray job submit`` they land on the head node; the input paths must be readable by the workers. The
+workers are spread over the cluster's nodes (Ray's ``SPREAD`` scheduling), one model load per worker. MLflow tracking is
 a record of the run, not its result: a tracking problem is logged as a warning and never loses the outputs.
 """
 
@@ -41,7 +43,7 @@ DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
 SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "seconds", "ari", "nmi",
-                   "error", "path"]
+                   "error", "path", "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
@@ -143,7 +145,7 @@ class UsageError(ValueError):
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
             "k_posterior": None, "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error,
-            "path": str(path)}
+            "path": str(path), "node_id": None}
 
 
 def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
@@ -196,7 +198,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
            "seconds": round(time.perf_counter() - start, 4), "ari": None, "nmi": None, "error": "",
-           "path": str(path)}
+           "path": str(path), "node_id": None}
     if truth is not None:
         row.update(_score(truth, labels))
     return row, out
@@ -252,9 +254,13 @@ class TableClusterer:
         return True
 
     def run(self, path: str, name: str) -> tuple[dict, pd.DataFrame | None]:
-        """Cluster one table with :func:`cluster_table`."""
-        return cluster_table(self._estimator, Path(path), name, label_column=self._label_column,
-                             max_columns=self._max_columns)
+        """Cluster one table with :func:`cluster_table`; the row's ``node_id`` is this worker's Ray node."""
+        import ray
+
+        row, out = cluster_table(self._estimator, Path(path), name, label_column=self._label_column,
+                                 max_columns=self._max_columns)
+        row["node_id"] = ray.get_runtime_context().get_node_id()
+        return row, out
 
 
 def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_workers: int, on_result, *,
@@ -267,7 +273,8 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     that kills its worker on every try becomes a failed row, saying so. ``on_result`` is called exactly once per
     table, as soon as its result is in, and nothing of a table is kept here after that. When no actor is ready and
     none has a table in flight for ``start_timeout`` seconds, the job fails with the reason instead of waiting
-    forever. ``body`` is the actor class (:class:`TableClusterer`).
+    forever. ``body`` is the actor class (:class:`TableClusterer`). The actors are placed with Ray's ``SPREAD``
+    strategy, so on a cluster of several nodes they spread over the nodes instead of filling the head first.
 
     Returns the seconds until the first actor had loaded the model.
 
@@ -280,7 +287,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     import ray
 
     start = time.perf_counter()
-    actor_cls = ray.remote(num_cpus=1, max_restarts=0)(body)
+    actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators, cfg.refine)
 

@@ -39,6 +39,8 @@ class RunOptions:
     """Where a run writes and how it is driven (not part of what it computes).
 
     ``backend="local"`` trains in this process without Ray (same step code, see ``train_loop.run_local``).
+    ``placement_strategy`` places the Ray Train workers: ``"PACK"`` (Ray's default: as few nodes as fit them) or
+    ``"SPREAD"`` (over as many nodes as possible); each worker's node is an MLflow tag ``ray.node_id.rank<i>``.
     """
 
     storage_path: str = "runs"
@@ -50,6 +52,7 @@ class RunOptions:
     registered_model_name: str | None = "tabclustpfn"  # None or "": log the model without registering it
     backend: Literal["ray", "local"] = "ray"
     progress_interval_s: float = 30.0
+    placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
 
 
 @dataclass
@@ -89,10 +92,11 @@ def check_cpu_budget(cfg: TrainConfig, cluster_cpus: float) -> None:
 
 
 def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run_id: str | None,
-                  callbacks: list | None = None):
+                  callbacks: list | None = None, placement_strategy: str = "PACK"):
     """The ``TorchTrainer`` of a run (DDP workers, prior stream, checkpoints and failure handling).
 
     ``callbacks``: Ray Train ``UserCallback``s, e.g. Tune's ``TuneReportCallback`` when a Tune trial drives it.
+    ``placement_strategy``: ``ScalingConfig.placement_strategy`` of the workers (see :class:`RunOptions`).
     """
     import ray
     from ray.train import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
@@ -103,7 +107,8 @@ def build_trainer(cfg: TrainConfig, run_dir: Path, tracking_uri: str | None, run
         train_loop_per_worker,
         train_loop_config={"train_config": cfg, "run_dir": str(run_dir), "tracking_uri": tracking_uri,
                            "run_id": run_id},
-        scaling_config=ScalingConfig(num_workers=cfg.num_workers, use_gpu=cfg.use_gpu),
+        scaling_config=ScalingConfig(num_workers=cfg.num_workers, use_gpu=cfg.use_gpu,
+                                     placement_strategy=placement_strategy),
         datasets={"train": StreamFactory(cfg, str(run_dir))},
         dataset_config=DataConfig(execution_options=stream_execution_options(cfg.stream), enable_shard_locality=False),
         run_config=RunConfig(
@@ -217,7 +222,7 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
         else:
             progress = _Progress(client, run_id, cfg.max_steps, options.progress_interval_s)
             progress.start()
-            result = build_trainer(cfg, run_dir, uri, run_id).fit()
+            result = build_trainer(cfg, run_dir, uri, run_id, placement_strategy=options.placement_strategy).fit()
             if result.error is not None:
                 raise result.error
         done, directory = resume_point(run_dir)

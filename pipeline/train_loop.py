@@ -230,13 +230,28 @@ class MlflowSink:
         self.last_step = step
 
 
+def tag_worker_node(tracking_uri: str, run_id: str, rank: int) -> None:
+    """Tag the MLflow run with the Ray node this worker runs on (``ray.node_id.rank<rank>``): where each DDP rank
+    ran, e.g. to check a ``SPREAD`` placement. A later attempt (restart, resume) overwrites it. A tracking failure is
+    only a warning: it is a record, not part of the training."""
+    import ray
+    from mlflow.tracking import MlflowClient
+
+    node_id = ray.get_runtime_context().get_node_id()
+    try:
+        MlflowClient(tracking_uri).set_tag(run_id, f"ray.node_id.rank{rank}", node_id)
+    except Exception as exc:  # noqa: BLE001 - e.g. a busy SQLite store
+        logger.warning("rank %d could not tag its node %s in MLflow: %s", rank, node_id, exc)
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Ray Train entry point. ``config``: ``train_config`` (TrainConfig), ``run_dir``, ``tracking_uri``, ``run_id``.
 
     Resumes (model, optimizer, step, schedule) from :func:`pipeline.prior_stream.resume_point` of ``run_dir``,
     the newest complete checkpoint on disk, which is also where the prior stream starts; it includes checkpoints of
     other sessions or of ``run_local`` that Ray Train never recorded. Rank 0 logs to MLflow, validates and writes
-    the checkpoints; every rank reports at checkpoint steps (a barrier in Ray Train).
+    the checkpoints; every rank reports at checkpoint steps (a barrier in Ray Train). Every rank records its Ray
+    node in the MLflow run (tag ``ray.node_id.rank<i>``, see :func:`tag_worker_node`).
     """
     import tempfile
 
@@ -247,6 +262,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     run_dir = Path(config["run_dir"])
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
+    if config.get("run_id"):
+        tag_worker_node(config["tracking_uri"], config["run_id"], rank)
     device = ray.train.torch.get_device()
     resumed = restore(cfg, run_dir)
     net, start = resumed.net, resumed.start
