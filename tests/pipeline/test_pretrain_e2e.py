@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import socket
@@ -61,10 +62,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _stop_head(temp_dir: str) -> None:
-    """Stop only this head: the processes whose command line names its private temp dir, and their children."""
+def _of_head(cmd: str, temp_dir: str, gcs_port: int) -> bool:
+    """A command line of the head's: it names the head's temp dir, or its GCS address at whatever IP Ray chose."""
+    return temp_dir in cmd or re.search(rf":{gcs_port}(\s|$)", cmd) is not None
+
+
+def _stop_head(temp_dir: str, gcs_port: int) -> None:
+    """Stop only this head: the processes whose command line names its private temp dir or its GCS address (the
+    Ray Client server names only the latter), and their children."""
     procs = _processes()
-    targets = {pid for pid, (_, cmd) in procs.items() if temp_dir in cmd and pid != os.getpid()}
+    targets = {pid for pid, (_, cmd) in procs.items() if _of_head(cmd, temp_dir, gcs_port) and pid != os.getpid()}
     grew = True
     while grew:
         children = {pid for pid, (ppid, _) in procs.items() if ppid in targets} - targets
@@ -98,7 +105,9 @@ def ray_head():
         assert started.returncode == 0, started.stdout + started.stderr
         yield f"http://127.0.0.1:{dash}"
     finally:
-        _stop_head(temp_dir)
+        _stop_head(temp_dir, gcs)
+        assert not [cmd for pid, (_, cmd) in _processes().items() if _of_head(cmd, temp_dir, gcs) and _alive(pid)
+                    and pid != os.getpid()], "a process of the test's Ray head outlived it"
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
