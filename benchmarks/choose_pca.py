@@ -24,7 +24,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
@@ -80,7 +79,6 @@ def main(argv=None) -> None:
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
     ap.add_argument("--out", default="docs/results/choice-pca")
     args = ap.parse_args(argv)
-    torch.set_grad_enabled(False)
     net = load_checkpoint(args.checkpoint)[0].eval()
     prior = dataclasses.replace(StreamConfig().prior, n_rows=tuple(args.rows), n_features=tuple(args.features))
     rows = []

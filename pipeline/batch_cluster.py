@@ -410,7 +410,9 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     summary = pd.DataFrame([rows[n] for n in names], columns=SUMMARY_COLUMNS)
     summary.attrs = {"num_workers": num_workers, "startup_seconds": startup,
                      "clustering_seconds": time.perf_counter() - start - startup, "mlflow_run_id": None}
-    summary.to_csv(out_dir / "summary.csv", index=False)
+    # CRLF line ends (RFC 4180): the csv writer then quotes a field holding a bare "\r" (a table named so), which
+    # it leaves unquoted under "\n" line ends, splitting the row when the file is read back
+    summary.to_csv(out_dir / "summary.csv", index=False, lineterminator="\r\n")
     if experiment_id is not None:
         summary.attrs["mlflow_run_id"] = _log_mlflow(cfg, summary, out_dir / "summary.csv", experiment_id)
     return summary

@@ -42,3 +42,13 @@ def test_choose_pca_compares_both_rules_on_wide_tasks(tmp_path):
     assert len(df) == 1 and df["D"].iloc[0] >= 65
     assert df["max_features_d"].iloc[0] == 64 and 1 <= df["above_noise_d"].iloc[0] < 64
     assert "above_noise against max_features, K inferred" in (tmp_path / "choice-pca.md").read_text()
+
+
+def test_the_choice_benchmarks_leave_autograd_on_in_the_calling_process(tmp_path):
+    """Run in-process (as the tests above do), they must not switch gradients off for whoever runs next."""
+    import torch
+
+    from benchmarks.choose_pca import main
+
+    main(["--tasks", "1", "--rows", "200", "300", "--out", str(tmp_path / "p")])
+    assert torch.is_grad_enabled()

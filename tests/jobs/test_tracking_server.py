@@ -95,3 +95,32 @@ def test_pretraining_logs_and_registers_on_the_tracking_server(mlflow_server, tm
         assert response.status_code == 200 and response.json()["predictions"] == expected.tolist(), response.text
     finally:
         assert server.stop() == 0, server.output()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_smoke_sweep_logs_its_parent_and_trial_runs_to_the_tracking_server(ray_local, mlflow_server, tmp_path):
+    """`jobs/sweep.py --smoke` over HTTP: one parent run, a nested child run per trial, each with its metric
+    history, read back through MlflowClient."""
+    from mlflow import MlflowClient
+
+    from tune.config import EXPERIMENT
+
+    address = ray_local.get_runtime_context().gcs_address
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "jobs/sweep.py", "--study", "coupling", "--smoke", "--budget-steps", "2",
+                           "--eval-tasks", "4", "--name", "served", "--storage-path", str(tmp_path / "sweeps"),
+                           "--tracking-uri", mlflow_server, "--address", address, "--output",
+                           str(tmp_path / "tables")], cwd=REPO, env=env, capture_output=True, text=True, timeout=850)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    client = MlflowClient(mlflow_server)
+    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1 and len(children) == 2
+    assert all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children)
+    assert all(c.info.status == "FINISHED" and c.info.artifact_uri.startswith("mlflow-artifacts:") for c in children)
+    for child in children:
+        assert child.data.metrics, child.info.run_name
+        name = sorted(child.data.metrics)[0]
+        assert client.get_metric_history(child.info.run_id, name)  # the history is on the server

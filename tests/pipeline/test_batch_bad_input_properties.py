@@ -135,7 +135,8 @@ def test_one_batch_over_generated_bad_tables_fails_only_the_bad_ones_and_writes_
     rng = np.random.default_rng(0)
     blobs = pd.DataFrame(rng.normal(size=(40, 3)) + 5.0 * rng.integers(0, 3, 40)[:, None], columns=list("abc"))
     tables = _generated_tables(36) + [(blobs, "good..", ".csv"), (blobs, "good..", ".parquet"),
-                                      (blobs, "..\\good", ".pq"), (blobs, "gööd 🙂", ".csv")]
+                                      (blobs, "..\\good", ".pq"), (blobs, "gööd 🙂", ".csv"),
+                                      (blobs, "carriage\rreturn", ".csv")]  # summary.csv must quote the "\r"
     junk = {"empty.csv": b"", "header_only.csv": b"a,b\n", "garbage.parquet": b"not parquet",
             "binary.csv": bytes(range(256)), "ragged.csv": b"a,b\n1,2,3,4\n5\n", "latin1.csv": "é,ß\n1,2\n3,4\n5,6\n"
             .encode("latin-1"), "..csv": b"a,b\n1,2\n"}
