@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,21 +34,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.ray_processes import end, free_ports, matching, processes
+
 REPO = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
 CPUS_PER_NODE = 2
 
 pytestmark = pytest.mark.slow
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _env() -> dict[str, str]:
@@ -62,56 +53,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process we can read (Linux /proc)."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            out[int(entry.name)] = (ppid, cmdline)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """Running (not exited, not a zombie waiting to be reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _node_processes(marker: str, procs: dict[int, tuple[int, str]] | None = None) -> set[int]:
     """The processes whose command line matches the regular expression ``marker`` (a node's temp dir: its raylet,
-    GCS, agents, log monitor) and all their descendants (the Ray workers, the job drivers). ``procs``: a
-    :func:`_processes` snapshot (default: a new one)."""
-    procs = _processes() if procs is None else procs
-    found = {pid for pid, (_, cmd) in procs.items() if re.search(marker, cmd) and pid != os.getpid()}
-    grew = True
-    while grew:
-        children = {pid for pid, (ppid, _) in procs.items() if ppid in found} - found
-        grew, found = bool(children), found | children
-    return found
-
-
-def _end(pids: set[int], signals=((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))) -> set[int]:
-    """Send each signal in turn to ``pids`` until none is alive; return those still alive at the end."""
-    for sig, wait in signals:
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-            time.sleep(0.1)
-        pids = {pid for pid in pids if _alive(pid)}
-        if not pids:
-            break
-    return pids
+    GCS, agents, log monitor) and all their descendants (the Ray workers, the job drivers)."""
+    return matching(lambda cmd: re.search(marker, cmd) is not None, procs)
 
 
 def _run(cmd: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
@@ -136,8 +81,8 @@ def two_nodes():
     """A head and one more node, both on 127.0.0.1 with private ports and temp dirs; stopped at the end."""
     base = tempfile.mkdtemp(prefix="raymn", dir="/tmp")  # short: Ray's socket paths have a length limit
     head_dir, node_dir = f"{base}/head", f"{base}/node2"
-    gcs, dash, client, *head_ports = _free_ports(7)
-    node_ports = _free_ports(4)
+    gcs, dash, client, *head_ports = free_ports(7)
+    node_ports = free_ports(4)
     agent_flags = ["--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--metrics-export-port",
                    "--runtime-env-agent-port"]
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(CPUS_PER_NODE), "--disable-usage-stats"]
@@ -168,7 +113,7 @@ def two_nodes():
     finally:
         # the head's Ray Client server names neither temp dir and outlives `ray start`: found by the GCS port
         markers = (re.escape(node_dir), re.escape(head_dir), rf"--address=\S+:{gcs}(\s|$)")
-        left = _end(set().union(*(_node_processes(m) for m in markers)))
+        left = end(set().union(*(_node_processes(m) for m in markers)))
         shutil.rmtree(base, ignore_errors=True)
         assert not left, f"Ray processes of the test cluster still alive: {sorted(left)}"
 
@@ -240,11 +185,11 @@ def test_a_node_lost_mid_batch_loses_and_repeats_no_table(two_nodes, tmp_path, t
         killed, deadline = None, time.monotonic() + 300
         while killed is None and job.poll() is None and time.monotonic() < deadline:
             if len(list(out_dir.glob("*.parquet"))) >= 5:
-                snapshot = _processes()
+                snapshot = processes()
                 procs = _node_processes(re.escape(two_nodes.node_dir), snapshot)
                 if any(snapshot[pid][1].startswith("ray::TableClusterer.run") for pid in procs):
                     # the second node's worker has a table in flight: the node goes, as a lost machine would
-                    _end(procs, signals=((signal.SIGKILL, 10.0),))
+                    end(procs, signals=((signal.SIGKILL, 10.0),))
                     killed = len(list(out_dir.glob("*.parquet")))
                     continue
             time.sleep(0.01)

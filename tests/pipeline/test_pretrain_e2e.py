@@ -6,8 +6,6 @@ import dataclasses
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,18 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.ray_processes import alive, end, free_ports, matching
+
 REPO = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _env() -> dict[str, str]:
@@ -40,28 +30,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line) of every process we can read (Linux /proc)."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            out[int(entry.name)] = (ppid, cmdline)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """Running (not exited, not a zombie waiting to be reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _of_head(cmd: str, temp_dir: str, gcs_port: int) -> bool:
     """A command line of the head's: it names the head's temp dir, or its GCS address at whatever IP Ray chose."""
     return temp_dir in cmd or re.search(rf":{gcs_port}(\s|$)", cmd) is not None
@@ -70,31 +38,14 @@ def _of_head(cmd: str, temp_dir: str, gcs_port: int) -> bool:
 def _stop_head(temp_dir: str, gcs_port: int) -> None:
     """Stop only this head: the processes whose command line names its private temp dir or its GCS address (the
     Ray Client server names only the latter), and their children."""
-    procs = _processes()
-    targets = {pid for pid, (_, cmd) in procs.items() if _of_head(cmd, temp_dir, gcs_port) and pid != os.getpid()}
-    grew = True
-    while grew:
-        children = {pid for pid, (ppid, _) in procs.items() if ppid in targets} - targets
-        grew, targets = bool(children), targets | children
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        for pid in targets:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.time() + wait
-        while time.time() < deadline and any(_alive(pid) for pid in targets):
-            time.sleep(0.2)
-        targets = {pid for pid in targets if _alive(pid)}
-        if not targets:
-            return
+    end(matching(lambda cmd: _of_head(cmd, temp_dir, gcs_port)))
 
 
 @pytest.fixture()
 def ray_head():
     """A Ray head on 127.0.0.1 with a dashboard (job server) on free ports and a private temp dir."""
     temp_dir = tempfile.mkdtemp(prefix="rayhead", dir="/tmp")  # short: Ray's socket paths have a length limit
-    gcs, dash, client, agent, agent_grpc, metrics, rt_env = _free_ports(7)
+    gcs, dash, client, agent, agent_grpc, metrics, rt_env = free_ports(7)
     cmd = [RAY, "start", "--head", "--port", str(gcs), "--node-ip-address", "127.0.0.1", "--num-cpus", "4",
            "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
            "--ray-client-server-port", str(client), "--dashboard-agent-listen-port", str(agent),
@@ -106,8 +57,8 @@ def ray_head():
         yield f"http://127.0.0.1:{dash}"
     finally:
         _stop_head(temp_dir, gcs)
-        assert not [cmd for pid, (_, cmd) in _processes().items() if _of_head(cmd, temp_dir, gcs) and _alive(pid)
-                    and pid != os.getpid()], "a process of the test's Ray head outlived it"
+        assert not [pid for pid in matching(lambda cmd: _of_head(cmd, temp_dir, gcs)) if alive(pid)], (
+            "a process of the test's Ray head outlived it")
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
