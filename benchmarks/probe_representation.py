@@ -21,6 +21,7 @@ untrained network of that preset.
 from __future__ import annotations
 
 import argparse
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -41,25 +42,51 @@ def _load(name: str) -> TabClustNet:
     return load_checkpoint(name)[0]
 
 
-def probe(net: TabClustNet, tasks, seed: int = 0) -> dict[str, float]:
-    """Median ARIs over ``tasks``: k-means on raw X, k-means on R, and the network's known-K partition."""
+def table_stages(net: TabClustNet, X: np.ndarray, cat_mask: np.ndarray, n_clusters: int) -> dict[str, np.ndarray]:
+    """One table's rows at each stage of ``net`` (eval mode, no gradients).
+
+    ``X`` (N, D) is the table as the network reads it (a prior draw, or ``TablePreprocessor``'s output),
+    ``cat_mask`` (D,) its categorical columns, ``n_clusters`` the K of the known-K partition. Returns
+    ``R`` (N, d), the encoder's row representations; ``R_L`` (N, d), the rows the decoder's cosine head scores (R
+    after the decoder's data<-prototype blocks; R itself without them), ``head`` (N, d), those rows through the
+    head's MLP and L2-normalised (the space the cosines are taken in) -- both absent for a decoder without a
+    cosine head; and ``logits`` (N, K_max), the known-K partition's logits (-inf beyond K).
+    """
     net.eval()
-    scores: dict[str, list[float]] = {"kmeans_X": [], "kmeans_R": [], "kmeans_RL": [], "network_known_K": []}
+    X = np.asarray(X, np.float32)
+    table = SimpleNamespace(X=X, y=np.zeros(len(X), np.int64), n_clusters=int(n_clusters),
+                            categorical=np.flatnonzero(np.asarray(cat_mask, bool)))
+    b = to_torch(collate([table]), "cpu")
+    seen: dict[str, torch.Tensor] = {}
     head = getattr(net.decoder, "head", None)  # the iterative and transformer decoders' CosineHead
-    for task in tasks:
-        b = to_torch(collate([task]), "cpu")
-        seen: dict[str, torch.Tensor] = {}
-        hook = head.register_forward_hook(lambda m, args, out: seen.update(R=args[0])) if head is not None else None
+    hook = head.register_forward_hook(lambda m, args, out: seen.update(R=args[0])) if head is not None else None
+    try:
         with torch.no_grad():
             R = net.encode(b["X"], b["row_mask"], b["col_mask"], b["cat_mask"])
             logits = net.partition_logits(R, b["row_mask"], b["n_clusters"])
+            if seen:
+                seen["head"] = torch.nn.functional.normalize(head.g(seen["R"]).float(), dim=-1)
+    finally:
         if hook is not None:
             hook.remove()
+    out = {"R": R[0].float().numpy(), "logits": logits[0].float().numpy()}
+    if seen:
+        out.update(R_L=seen["R"][0].float().numpy(), head=seen["head"][0].numpy())
+    return out
+
+
+def probe(net: TabClustNet, tasks, seed: int = 0) -> dict[str, float]:
+    """Median ARIs over ``tasks``: k-means on raw X, k-means on R, and the network's known-K partition."""
+    scores: dict[str, list[float]] = {"kmeans_X": [], "kmeans_R": [], "kmeans_RL": [], "network_known_K": []}
+    for task in tasks:
+        cat_mask = np.zeros(task.X.shape[1], bool)
+        cat_mask[list(task.categorical)] = True
+        s = table_stages(net, task.X, cat_mask, task.n_clusters)
         km = lambda Z: KMeans(task.n_clusters, n_init=3, random_state=seed).fit_predict(Z)  # noqa: E731
         scores["kmeans_X"].append(adjusted_rand_score(task.y, km(task.X)))
-        scores["kmeans_R"].append(adjusted_rand_score(task.y, km(R[0].numpy())))
-        scores["kmeans_RL"].append(adjusted_rand_score(task.y, km(seen["R"][0].numpy())) if seen else float("nan"))
-        scores["network_known_K"].append(adjusted_rand_score(task.y, logits[0].argmax(-1).numpy()))
+        scores["kmeans_R"].append(adjusted_rand_score(task.y, km(s["R"])))
+        scores["kmeans_RL"].append(adjusted_rand_score(task.y, km(s["R_L"])) if "R_L" in s else float("nan"))
+        scores["network_known_K"].append(adjusted_rand_score(task.y, s["logits"].argmax(-1)))
     return {k: float(np.median(v)) for k, v in scores.items()}
 
 
