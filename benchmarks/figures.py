@@ -437,12 +437,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
+    try:
+        return _run(args, argv)
+    finally:
+        torch.set_num_threads(threads)  # run in-process by the tests: leave the caller's setting as it was
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     start = time.perf_counter()
-
-    from matplotlib import use
-
-    use("Agg")
     from model.checkpoint import load_checkpoint, read_checkpoint
     from model.estimator import default_checkpoint_path
     from pipeline.batch_cluster import load_estimator
