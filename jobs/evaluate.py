@@ -3,6 +3,7 @@
     python jobs/evaluate.py --quick                      # CI-sized: few datasets and methods
     python jobs/evaluate.py                              # synthetic + real suites, all methods, 3,200-set calibration
     python jobs/evaluate.py --data my_tables/ --methods TabClustPFN KMeans+ --calibration-size 0
+    python jobs/evaluate.py --suite cluster-pfn --methods TabClustPFN KMeans+ GMM+ --calibration-size 0
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", action="append", choices=list(SUITES), default=None,
                    help="suite to run, repeatable (default: synthetic and real, or none when --data is given); "
-                        "dev is the development suite that choices are made on, the others are test suites")
+                        "dev is the development suite that choices are made on, the others are test suites; "
+                        "amortized (160 2-D GMM sets) and cluster-pfn (320 GMM sets at each D = 2..5, groups "
+                        "d2..d5) are the paper's controlled regimes, drawn from priors.regimes")
     p.add_argument("--data", default=None, help="also evaluate every Parquet file (with a 'target' column) here")
     p.add_argument("--benchmarks-dir", default=None, help="shared benchmarks folder (default: <repo>/../shared/"
                                                           "benchmarks)")
@@ -43,10 +46,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--refine", choices=REFINES, default=None,
                    help="TabClustPFN's test-time refinement (default: the estimator's, kmeans)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
-    p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets, 6 methods, "
-                                                        "16 calibration datasets")
+    p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
+                                                        "per regime group, 6 methods, 16 calibration datasets")
     p.add_argument("--calibration-size", type=int, default=3200, help="held-out GMM datasets for the CIN "
                                                                       "calibration (0 skips it)")
+    p.add_argument("--tasks-per-group", type=int, default=None,
+                   help="regime suites only: keep the first N tasks of each group (amortized: of 160; cluster-pfn: "
+                        "of 320 per D); default: all, or 4 with --quick")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per method x dataset run")
     p.add_argument("--seed", type=int, default=0, help="random_state of every method (default: %(default)s)")
     p.add_argument("--num-workers", type=int, default=None, help="parallel Ray tasks (default: one per CPU)")
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                          k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
                          output_dir=args.output,
                          quick=args.quick,
-                         calibration_size=args.calibration_size,
+                         calibration_size=args.calibration_size, tasks_per_group=args.tasks_per_group,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,
                          tracking_uri=args.tracking_uri, progress=not args.no_progress)
         results, report_path = run_evaluation(cfg)

@@ -34,8 +34,9 @@ QUICK_REAL = ("haberman", "iris", "wine")  # small, one with a categorical colum
 #: Tables of each folder suite in quick mode: small ones, with a categorical column among them.
 QUICK_FOLDER = {"real": QUICK_REAL, "openml": ("openml_42585_penguins", "openml_694_diggle_table_a2",
                                                "openml_53_heart-statlog"), "dev": ("cats", "crabs", "neurocog")}
-SUITES = ("synthetic", *suites.FOLDER_SUITES)
+SUITES = ("synthetic", *suites.FOLDER_SUITES, *suites.REGIME_SUITES)
 QUICK_SYNTHETIC = (2, 2)  # GMM, ZEUS datasets
+QUICK_REGIME_TASKS = 4  # tasks per group of a regime suite (amortized: 4; cluster-pfn: 4 per D)
 QUICK_CALIBRATION = 16
 _STARTED = "__task_started__"
 
@@ -55,6 +56,7 @@ class EvalConfig:
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
+    tasks_per_group: int | None = None  # regime suites: the first tasks of each group (None: all, or quick's)
     timeout_s: float = 600.0
     seed: int = 0
     num_workers: int | None = None
@@ -73,6 +75,9 @@ class EvalConfig:
         if self.calibration_size < 0:
             raise ValueError(f"calibration_size must be >= 0 (--calibration-size; 0 skips the calibration), "
                              f"got {self.calibration_size}")
+        if self.tasks_per_group is not None and self.tasks_per_group < 1:
+            raise ValueError(f"tasks_per_group must be >= 1 (--tasks-per-group; leave it unset for the whole "
+                             f"regime suites), got {self.tasks_per_group}")
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1 (--num-workers; leave it unset for one worker per CPU), "
                              f"got {self.num_workers}")
@@ -170,6 +175,14 @@ def run_with_timeouts(calls: list[tuple[Any, Callable, tuple]], *, timeout_s: fl
     return results
 
 
+def regime_tasks(cfg: EvalConfig) -> int | None:
+    """Tasks per group of the regime suites: ``tasks_per_group``, capped at :data:`QUICK_REGIME_TASKS` in
+    quick mode; None (every task) otherwise."""
+    if cfg.quick:
+        return min(cfg.tasks_per_group or QUICK_REGIME_TASKS, QUICK_REGIME_TASKS)
+    return cfg.tasks_per_group
+
+
 def load_datasets(cfg: EvalConfig) -> list[suites.EvalDataset]:
     """The datasets of the configured suites (reduced in quick mode)."""
     out: list[suites.EvalDataset] = []
@@ -178,6 +191,10 @@ def load_datasets(cfg: EvalConfig) -> list[suites.EvalDataset]:
     for name, load in suites.FOLDER_SUITES.items():
         if name in cfg.suites:
             out += load(cfg.benchmarks_dir, list(QUICK_FOLDER[name]) if cfg.quick else None)
+    n_tasks = regime_tasks(cfg)
+    for name, draw in suites.REGIME_SUITES.items():
+        if name in cfg.suites:
+            out += draw(n_tasks)
     if cfg.data_dir is not None:
         out += suites.load_folder(cfg.data_dir, "data", "data")
     names = [d.name for d in out]
@@ -291,6 +308,7 @@ def command_line(cfg: EvalConfig) -> str:
                                  ("--n-estimators", cfg.n_estimators, None), ("--refine", cfg.refine, None),
                                  ("--output", cfg.output_dir, defaults.output_dir),
                                  ("--calibration-size", cfg.calibration_size, defaults.calibration_size),
+                                 ("--tasks-per-group", cfg.tasks_per_group, None),
                                  ("--timeout", cfg.timeout_s, defaults.timeout_s), ("--seed", cfg.seed, 0)):
         if value != default:
             parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")

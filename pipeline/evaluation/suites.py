@@ -1,4 +1,5 @@
-"""Benchmark suites: the held-out synthetic datasets, the 22 UCI datasets, or any folder of Parquet files.
+"""Benchmark suites: the held-out synthetic datasets, the regime suites (held-out draws of the priors of
+``priors.regimes``), the real-table folders (UCI, OpenML, dev), or any folder of Parquet files.
 
 Every dataset comes out as an :class:`EvalDataset` with the same preprocessing for all methods (paper App. C.3):
 numeric columns z-normalised (a constant column becomes all zeros instead of dividing by zero), categorical
@@ -25,6 +26,12 @@ GMM_SEED_OFFSET = 0  # GMM dataset i: seed EVAL_SEED_BASE + i
 ZEUS_SEED_OFFSET = 1_000  # ZEUS dataset i: the first seed EVAL_SEED_BASE + 1_000 + 1_000 i + j, j < 1_000,
 ZEUS_SEED_TRIES = 1_000  # whose draw has the paper's numeric/categorical split
 CALIBRATION_SEED_OFFSET = 1_000_000  # calibration dataset i: seed EVAL_SEED_BASE + 1_000_000 + i
+AMORTIZED_SEED_OFFSET = 2_000_000  # amortized-regime task i: seed EVAL_SEED_BASE + 2_000_000 + i
+CLUSTER_PFN_SEED_OFFSET = 3_000_000  # Cluster-PFN task i at D features: EVAL_SEED_BASE + 3_000_000 + 100_000 D + i
+CLUSTER_PFN_SEED_STRIDE = 100_000
+AMORTIZED_TASKS = 160  # paper Sec. 5 "Comparison with amortized clustering": 160 held-out sets
+CLUSTER_PFN_TASKS = 320  # paper App. "Comparison with Cluster-PFN": 320 held-out sets per D
+CLUSTER_PFN_DIMS = (2, 3, 4, 5)
 MAX_ROWS = 1000
 SUBSAMPLE_SEED = 0
 TARGET_COLUMN = "target"
@@ -54,9 +61,10 @@ class EvalDataset:
     name : str
         Unique within a run, e.g. ``gmm_00``, ``zeus_05``, ``iris``.
     suite : str
-        ``synthetic``, ``real`` or ``data``.
+        ``synthetic``, ``real``, ``openml``, ``dev``, ``amortized``, ``cluster-pfn`` or ``data``.
     group : str
-        ``gmm``, ``zeus``, ``real`` or ``data``.
+        ``gmm``, ``zeus``, the folder suite's name, ``amortized``, ``d2``..``d5`` (Cluster-PFN regime, by D)
+        or ``data``.
     features : DataFrame (N, D)
         Z-normalised float columns and ``category`` columns.
     y : ndarray of int64 (N,)
@@ -184,7 +192,8 @@ def dev_suite(bench_dir: str | Path | None = None, names: list[str] | None = Non
 
 #: Suites read from ``<benchmarks>/<name>/`` and their role: "test" suites are reported, never chosen on.
 FOLDER_SUITES = {"real": real_suite, "openml": openml_suite, "dev": dev_suite}
-SUITE_ROLES = {"synthetic": "test", "real": "test", "openml": "test", "dev": "development"}
+SUITE_ROLES = {"synthetic": "test", "real": "test", "openml": "test", "dev": "development", "amortized": "test",
+               "cluster-pfn": "test"}
 
 
 def prior_frame(X: np.ndarray, categorical) -> pd.DataFrame:
@@ -256,3 +265,64 @@ def synthetic_suite(n_gmm: int | None = None, n_zeus: int | None = None) -> list
         out.append(_prior_dataset(f"zeus_{i:02d}", "zeus", range(first, first + ZEUS_SEED_TRIES), "zeus", n,
                                   d_num, d_cat, k))
     return out
+
+
+def _regime_dataset(name: str, suite: str, group: str, seed: int, config) -> EvalDataset:
+    """One held-out draw of a regime prior (``kind="gmm"``), with its Bayes-oracle labels."""
+    from priors import sample_dataset
+
+    ds = sample_dataset(seed, kind="gmm", config=config)
+    X = np.asarray(ds.X)
+    bayes = ds.meta.get("bayes_labels")
+    notes = f"prior {suite} regime (gmm), seed {seed}; N={X.shape[0]}, D={X.shape[1]}, K={int(ds.n_clusters)}"
+    return EvalDataset(name=name, suite=suite, group=group, features=prior_frame(X, ds.categorical),
+                       y=np.asarray(ds.y, dtype=np.int64), n_clusters=int(ds.n_clusters),
+                       bayes_labels=None if bayes is None else np.asarray(bayes), notes=notes,
+                       meta={"seed": seed, "omega_target": ds.meta.get("omega_target")})
+
+
+def amortized_seeds(n_tasks: int | None = None) -> list[int]:
+    """The reserved seeds of the amortized-regime suite (the first ``n_tasks`` of :data:`AMORTIZED_TASKS`)."""
+    n = AMORTIZED_TASKS if n_tasks is None else min(n_tasks, AMORTIZED_TASKS)
+    return [EVAL_SEED_BASE + AMORTIZED_SEED_OFFSET + i for i in range(n)]
+
+
+def cluster_pfn_seeds(n_features: int, n_tasks: int | None = None) -> list[int]:
+    """The reserved seeds of the Cluster-PFN suite at ``n_features`` (the first ``n_tasks`` of 320)."""
+    n = CLUSTER_PFN_TASKS if n_tasks is None else min(n_tasks, CLUSTER_PFN_TASKS)
+    first = EVAL_SEED_BASE + CLUSTER_PFN_SEED_OFFSET + CLUSTER_PFN_SEED_STRIDE * n_features
+    return [first + i for i in range(n)]
+
+
+def amortized_suite(n_tasks: int | None = None) -> list[EvalDataset]:
+    """The amortized-clustering regime (paper Sec. 5, Tab. 3): 160 held-out draws of
+    :func:`priors.regimes.amortized_prior` (2-D full-covariance GMMs, N 100-500, K 2..10), group ``amortized``.
+
+    ``n_tasks`` keeps only the first tasks (quick runs); a test suite, never chosen on.
+    """
+    from priors.regimes import amortized_prior
+
+    config = amortized_prior()
+    return [_regime_dataset(f"amortized_{i:03d}", "amortized", "amortized", seed, config)
+            for i, seed in enumerate(amortized_seeds(n_tasks))]
+
+
+def cluster_pfn_suite(n_tasks: int | None = None,
+                      dims: tuple[int, ...] = CLUSTER_PFN_DIMS) -> list[EvalDataset]:
+    """The Cluster-PFN regime (paper App. "Comparison with Cluster-PFN"): for each D in ``dims`` (2..5), 320
+    held-out draws of :func:`priors.regimes.cluster_pfn_prior` (N = 500, K 2..10), group ``d{D}``.
+
+    ``n_tasks`` keeps only the first tasks of each D (quick runs); a test suite, never chosen on.
+    """
+    from priors.regimes import cluster_pfn_prior
+
+    out = []
+    for d in dims:
+        config = cluster_pfn_prior(d)
+        out += [_regime_dataset(f"cpfn_d{d}_{i:03d}", "cluster-pfn", f"d{d}", seed, config)
+                for i, seed in enumerate(cluster_pfn_seeds(d, n_tasks))]
+    return out
+
+
+#: Suites drawn from a regime prior (``priors.regimes``), by name; each takes ``n_tasks`` (per group).
+REGIME_SUITES = {"amortized": amortized_suite, "cluster-pfn": cluster_pfn_suite}
