@@ -5,6 +5,7 @@
     python jobs/sweep.py --name pin-2k --resume                           # after the driver died
     python jobs/sweep.py --study hparams --num-samples 16 --scheduler asha --budget-steps 1000
     python jobs/sweep.py --name pin-2k --rescore --real                   # score the saved models again
+    python jobs/sweep.py --study coupling --regime amortized --smoke      # in the paper's 2-D amortized regime
 Writes ablation_<study>.md/.csv and trials_<study>.csv to --output (default: the sweep folder).
 """
 
@@ -16,7 +17,8 @@ import sys
 
 from pipeline.config import apply_overrides, train_preset
 from pipeline.ray_env import init_ray
-from tune.config import SweepConfig, SweepOptions
+from priors.regimes import REGIMES
+from tune.config import SweepConfig, SweepOptions, regime_base
 from tune.driver import rescore_sweep, run_sweep
 from tune.spaces import STUDY_NAMES
 
@@ -29,6 +31,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-samples", type=int, help="seeds per variant (grid studies) or random configurations "
                    "(hparams) (default: 1)")
     p.add_argument("--smoke", action="store_true", help="tiny model, tiny data, a few steps (checks, CI)")
+    p.add_argument("--regime", choices=sorted(REGIMES), help="train and score in a controlled regime of the paper "
+                   "(priors.regimes): the base prior becomes the regime's, the held-out tasks are drawn from it")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override the base TrainConfig")
     p.add_argument("--scheduler", choices=["fifo", "asha"], help="asha stops weak trials early (default: fifo)")
     p.add_argument("--eval-tasks", type=int, help="fixed held-out synthetic tasks (default: 64; 8 with --smoke)")
@@ -50,7 +54,7 @@ def _defining_flags(args: argparse.Namespace) -> list[str]:
     """The flags given that define what a new sweep computes (a saved sweep cannot change them)."""
     given = {"--study": args.study, "--preset": args.preset, "--budget-steps": args.budget_steps,
              "--num-samples": args.num_samples, "--smoke": args.smoke or None, "--set": args.set or None,
-             "--scheduler": args.scheduler, "--eval-tasks": args.eval_tasks}
+             "--scheduler": args.scheduler, "--eval-tasks": args.eval_tasks, "--regime": args.regime}
     return [flag for flag, value in given.items() if value is not None]
 
 
@@ -81,14 +85,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.resume:
             if args.study is None:
                 raise ValueError("--study is required for a new sweep")
-            base = apply_overrides(train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke),
-                                   args.set)
+            base = train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke)
+            if args.regime:
+                base = regime_base(base, args.regime, args.study)
+            base = apply_overrides(base, args.set)
             eval_tasks = args.eval_tasks if args.eval_tasks is not None else (8 if args.smoke else 64)
             sweep = SweepConfig(study=args.study, base=base,
                                 budget_steps=base.max_steps if args.budget_steps is None else args.budget_steps,
                                 num_samples=1 if args.num_samples is None else args.num_samples,
                                 scheduler=args.scheduler or "fifo", real=args.real,
-                                eval_tasks=eval_tasks,
+                                eval_tasks=eval_tasks, regime=args.regime,
                                 real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None)
         options = SweepOptions(storage_path=args.storage_path, name=args.name, resume=args.resume,
                                tracking_uri=args.tracking_uri, output=args.output,

@@ -19,11 +19,14 @@ import pandas as pd
 
 from pipeline.config import TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset
 from pipeline.prior_stream import READ_CPUS
+from priors.regimes import REGIMES, regime_prior
 from tune.spaces import STUDY_NAMES, Study, StudyName, study_space, with_seeds
 
 EXPERIMENT = "tabclustpfn-ablations"
 SWEEP_FILE = "sweep.json"
 TRIAL_FILE = "trial.json"
+#: Per-task scores of a trial's final network on the held-out synthetic tasks (beside its model.pt).
+TASK_SCORES_FILE = "task_scores.json"
 TRIALS_DIR = "trials"
 SLOTS_DIR = ".slots"
 #: What a Tune trial reserves itself. It waits for its slot (:mod:`tune.slots`) before its TorchTrainer reserves
@@ -41,6 +44,10 @@ class SweepConfig:
     default a quarter of the budget. ``trial_cpus``: CPUs counted for each trial's own process (it drives its
     TorchTrainer, then scores) when deciding how many trials fit at once. ``real_datasets``: a subset of the real
     suite (default: all 22).
+
+    ``regime``: the controlled regime the base stream's prior was set to (:func:`regime_base`), or None for the
+    base preset's prior; it decides which mechanism the held-out scoring tasks are drawn with
+    (:func:`scoring_kind`).
 
     ``scheduler="asha"`` lets Tune stop weak trials at a Train report. Ray Train (2.60) frees a stopped trial's
     worker placement group through its ``PlacementGroupCleaner``, which asks the State API (served by the
@@ -62,8 +69,11 @@ class SweepConfig:
     benchmarks_dir: str | None = None
     report_every: int | None = None
     trial_cpus: float = 0.5
+    regime: str | None = None
 
     def __post_init__(self) -> None:
+        if self.regime is not None and self.regime not in REGIMES:
+            raise ValueError(f"unknown regime {self.regime!r}: choose one of {', '.join(REGIMES)}")
         if self.study not in STUDY_NAMES:
             raise ValueError(f"unknown study {self.study!r}: choose one of {', '.join(STUDY_NAMES)}")
         for name in ("budget_steps", "num_samples", "eval_tasks"):
@@ -136,6 +146,24 @@ def sweep_from_dict(data: Mapping[str, Any]) -> SweepConfig:
     names = data.pop("real_datasets", None)
     cfg = config_from_dict(SweepConfig, data)
     return dataclasses.replace(cfg, real_datasets=tuple(names) if names else None)
+
+
+def regime_base(base: TrainConfig, regime: str, study: str) -> TrainConfig:
+    """``base`` trained on regime ``regime``'s prior (:func:`priors.regimes.regime_prior`), drawn with its mechanism
+    (``kind="gmm"``). The prior study compares GMM, ZEUS and GMM+ZEUS at the regime's sizes, so there the
+    mixture's share of GMM tasks is the paper prior's (the regime prior itself makes ``mix`` all GMM)."""
+    prior = regime_prior(regime)
+    if study == "prior":
+        prior = dataclasses.replace(prior, p_gmm=type(prior)().p_gmm)
+    return dataclasses.replace(base, stream=dataclasses.replace(base.stream, prior=prior, kind="gmm"))
+
+
+def scoring_kind(sweep: SweepConfig) -> str:
+    """Mechanism of the sweep's held-out scoring tasks, the same for every trial of the study: both (``mix``) for the
+    prior study and for sweeps on the base preset's prior, else the regime's own (the base stream's kind)."""
+    if sweep.regime is None or sweep.study == "prior":
+        return "mix"
+    return sweep.base.stream.kind
 
 
 def trial_config(sweep: SweepConfig, overrides: Mapping[str, Any]) -> TrainConfig:

@@ -37,8 +37,9 @@ from mlflow.tracking import MlflowClient
 from pipeline.config import TrainConfig, config_to_dict
 from pipeline.pretrain import absolute_tracking_uri
 from tune import report, slots
-from tune.config import (SLOTS_DIR, SWEEP_FILE, TRIAL_ACTOR_CPUS, TRIAL_FILE, TRIALS_DIR, SweepConfig, SweepOptions,
-                         SweepResult, max_concurrent_trials, sweep_from_dict, sweep_to_dict, trial_config)
+from tune.config import (SLOTS_DIR, SWEEP_FILE, TASK_SCORES_FILE, TRIAL_ACTOR_CPUS, TRIAL_FILE, TRIALS_DIR,
+                         SweepConfig, SweepOptions, SweepResult, max_concurrent_trials, scoring_kind, sweep_from_dict, sweep_to_dict,
+                         trial_config)
 from tune.spaces import Study, to_tune
 from tune.tracking import close_child_runs, end_child_run, median_step_ms, open_child_run, open_parent_run
 
@@ -46,11 +47,17 @@ logger = logging.getLogger(__name__)
 
 
 def _score(cfg: TrainConfig, sweep: SweepConfig, net, checkpoint: Path) -> dict[str, float]:
-    """Fixed synthetic tasks, then the real suite when asked."""
+    """Fixed synthetic tasks, then the real suite when asked. The per-task synthetic scores are written to
+    ``task_scores.json`` beside ``checkpoint`` (what the study table's paired tests read)."""
     from tune.evaluate import evaluate_real, fixed_synthetic_tasks, score_tasks, summarize_synthetic
 
     t0 = time.perf_counter()
-    metrics = summarize_synthetic(score_tasks(net, fixed_synthetic_tasks(sweep.base.stream, sweep.eval_tasks)))
+    tasks = fixed_synthetic_tasks(sweep.base.stream, sweep.eval_tasks, kind=scoring_kind(sweep))
+    t1 = time.perf_counter()
+    per_task = score_tasks(net, tasks)
+    ms_per_task = 1000 * (time.perf_counter() - t1) / len(tasks)
+    Path(checkpoint).with_name(TASK_SCORES_FILE).write_text(json.dumps(per_task))
+    metrics = {**summarize_synthetic(per_task), "syn_ms_per_task": ms_per_task}
     if sweep.real:
         from pipeline.evaluation.suites import real_suite
 
@@ -183,8 +190,15 @@ def _trial_records(grid, study: Study, sweep_dir: Path) -> list[dict[str, Any]]:
         else:
             rec = {"status": "stopped", "metrics": metrics}
         records.append({"trial_id": str(trial_id), "overrides": overrides, "mlflow_run_id": saved.get("mlflow_run_id"),
-                        "attempts": saved.get("attempts", 0), **rec})
+                        "attempts": saved.get("attempts", 0), **rec,
+                        "task_scores": _task_scores(path.parent) if rec["status"] == "finished" else None})
     return records
+
+
+def _task_scores(trial_dir: Path) -> list[dict[str, Any]] | None:
+    """A trial's per-task synthetic scores (``task_scores.json``), or None for a trial scored before they were kept."""
+    path = trial_dir / TASK_SCORES_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 
@@ -236,9 +250,18 @@ def _table_header(sweep: SweepConfig, name: str, parent_id: str) -> list[str]:
     return [f"Budget: {sweep.budget_steps} steps of {sweep.base.global_batch} tasks per trial; model "
             f"col_dim={sweep.base.model.col_dim}, dec_blocks={sweep.base.model.dec_blocks}; "
             f"{sweep.num_samples} sample(s); scheduler {sweep.scheduler}.",
-            f"Synthetic: {sweep.eval_tasks} fixed held-out prior tasks (GMM+ZEUS); real: "
+            f"Synthetic: {sweep.eval_tasks} fixed held-out prior tasks ({_scoring_set(sweep)}); real: "
             + (f"{len(sweep.real_datasets) if sweep.real_datasets else 22} UCI datasets." if sweep.real
                else "not evaluated (--real).") + f" Sweep `{name}`, MLflow parent run `{parent_id}`."]
+
+
+def _scoring_set(sweep: SweepConfig) -> str:
+    mechanisms = {"mix": "GMM+ZEUS", "gmm": "GMM", "zeus": "ZEUS"}[scoring_kind(sweep)]
+    if sweep.regime is None:
+        return mechanisms
+    p = sweep.base.stream.prior
+    return (f"{mechanisms} of the {sweep.regime} regime: N {p.n_rows[0]}-{p.n_rows[1]}, "
+            f"D {p.n_features[0]}-{p.n_features[1]}, K {p.n_clusters[0]}-{p.n_clusters[1]}")
 
 
 def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions()) -> SweepResult:
@@ -281,7 +304,8 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
         trials = report.trial_frame(records, study)
         table = report.ablation_table(trials, study)
         files = report.write_tables(options.output or sweep_dir, study, trials, table,
-                                    _table_header(sweep, name, parent_id))
+                                    _table_header(sweep, name, parent_id), records=records,
+                                    base_seed=sweep.base.seed)
         for path in files.values():
             mlflow.log_artifact(str(path), artifact_path="ablation")
         mlflow.log_metrics({"trials_finished": float((trials["status"] == "finished").sum()),
@@ -351,13 +375,15 @@ def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | 
                         scores.get("syn_ari_known_k", math.nan))
         records.append({"trial_id": rec["trial_id"], "overrides": rec.get("overrides", {}),
                         "status": rec.get("status", "failed"), "metrics": rec.get("metrics", {}),
-                        "attempts": rec.get("attempts", 0), "mlflow_run_id": rec.get("mlflow_run_id")})
+                        "attempts": rec.get("attempts", 0), "mlflow_run_id": rec.get("mlflow_run_id"),
+                        "task_scores": _task_scores(path.parent) if rec.get("status") == "finished" else None})
     if not records:
         raise FileNotFoundError(f"sweep {name!r} has no trial records under {sweep_dir / TRIALS_DIR}")
     trials = report.trial_frame(records, study)
     table = report.ablation_table(trials, study)
     parent_id = saved["parent_run_id"]
-    files = report.write_tables(output or sweep_dir, study, trials, table, _table_header(sweep, name, parent_id))
+    files = report.write_tables(output or sweep_dir, study, trials, table, _table_header(sweep, name, parent_id),
+                                records=records, base_seed=sweep.base.seed)
     for file in files.values():
         client.log_artifact(parent_id, str(file), artifact_path="ablation")
     client.set_tag(parent_id, "rescored_at", datetime.now().isoformat(timespec="seconds"))

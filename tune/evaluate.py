@@ -1,8 +1,9 @@
 """Scoring one trial's final network: the fixed held-out synthetic tasks and, optionally, the real suite.
 
 The synthetic set is the pipeline's validation set (seeds ``2**62 + i``, :mod:`pipeline.validation`) drawn from
-the sweep's base prior with both mechanisms (``kind="mix"``), whatever prior a trial trained on, so every trial
-of every study is scored on the same tasks. Per task: ARI/NMI at the inferred K, the absolute error of that
+the sweep's base prior, whatever prior a trial trained on, so every trial of a study is scored on the same tasks:
+with both mechanisms (``kind="mix"``) by default, with the regime's own mechanism for a sweep in a controlled
+regime (:func:`tune.config.scoring_kind`). Per task: ARI/NMI at the inferred K, the absolute error of that
 K and ARI at the true K (``pipeline.validation.task_scores``); summaries are medians (ARI, NMI, known-K ARI and the
 paper's "median kMAE") and the mean absolute K error. Each task's mechanism gives the GMM/ZEUS columns of the prior
 study. Known-K ARI separates the partition network from the cardinality network: at small budgets CIN often
@@ -29,9 +30,10 @@ from priors import PriorDataset
 logger = logging.getLogger(__name__)
 
 
-def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDataset]:
-    """The sweep's held-out tasks: the validation seeds under ``stream``'s prior with both mechanisms."""
-    return make_validation_tasks(dataclasses.replace(stream, kind="mix"), n_tasks)
+def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int, kind: str = "mix") -> list[PriorDataset]:
+    """The sweep's held-out tasks: the validation seeds under ``stream``'s prior, drawn with ``kind`` (default both
+    mechanisms) whatever ``stream.kind`` is."""
+    return make_validation_tasks(dataclasses.replace(stream, kind=kind), n_tasks)
 
 
 @torch.no_grad()
@@ -69,14 +71,15 @@ def _ensemble_scores(net: torch.nn.Module, task: PriorDataset, rule: KSelection,
 
 def summarize_synthetic(scores: Sequence[dict]) -> dict[str, float]:
     """``syn_ari``/``syn_nmi``/``syn_ari_known_k`` (medians), ``syn_k_mae`` (mean), ``syn_k_medae`` (median),
-    per-mechanism ARI."""
+    ``syn_k_acc`` (share of tasks whose K was inferred exactly), per-mechanism ARI."""
     if not scores:
         return {}
     ari = np.array([s["ari"] for s in scores])
     k_err = np.array([s["k_abs_err"] for s in scores])
     out = {"syn_ari": float(np.median(ari)), "syn_nmi": float(np.median([s["nmi"] for s in scores])),
            "syn_k_mae": float(k_err.mean()), "syn_k_medae": float(np.median(k_err)), "syn_tasks": float(len(scores)),
-           "syn_ari_known_k": float(np.median([s["ari_known_k"] for s in scores]))}
+           "syn_ari_known_k": float(np.median([s["ari_known_k"] for s in scores])),
+           "syn_k_acc": float((k_err == 0).mean())}
     for mech in ("gmm", "zeus"):
         group = [s["ari"] for s in scores if s["mechanism"] == mech]
         out[f"syn_ari_{mech}"] = float(np.median(group)) if group else float("nan")

@@ -3,6 +3,12 @@
 One row per variant (a grid study's value, averaged over seeds) or per trial (random search), with the measured
 columns and, where the paper reports them, the paper's numbers as ``Paper ...`` columns. Written as Markdown
 (for the README) and CSV (every column, for analysis).
+
+With several seeds per variant, :func:`study_stats` adds the statistics: per metric the mean over seeds and its 95 %
+t interval, and paired tests of each variant against the paper's choice (``Study.choice``): on the held-out tasks
+(each task's score averaged over a variant's seeds, Wilcoxon signed-rank over the tasks) and over seeds (paired t on
+the trials' summary metric, trials paired by run seed). :func:`verdict` says in one sentence whether the paper's
+ordering holds at the sweep's budget or the variants are not separated.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from tune.spaces import Grid, Study
 
@@ -25,12 +33,13 @@ COLUMNS: dict[str, str] = {
     "syn_ari_gmm": "Syn ARI (GMM)", "syn_ari_zeus": "Syn ARI (ZEUS)",
     "real_ari": "Real ARI", "real_nmi": "Real NMI", "real_k_mae": "Real k-MAE",
     "real_ari_known_k": "Real ARI (known K)", "real_k_medae": "Real k-MedAE",
-    "ms_per_step": "ms/step", "val_ari": "In-loop val ARI",
+    "ms_per_step": "ms/step", "val_ari": "In-loop val ARI", "syn_k_acc": "Syn k-Acc",
+    "syn_ms_per_task": "Syn ms/task",
 }
 #: Columns shown in every Markdown table; the others only where the study is about them.
 CORE = ("syn_ari", "syn_nmi", "syn_k_mae", "syn_ari_known_k", "real_ari", "real_nmi", "real_k_mae",
         "real_ari_known_k", "ms_per_step")
-EXTRA = {"prior": ("syn_ari_gmm", "syn_ari_zeus"), "cin-loss": ("syn_k_medae", "real_k_medae"),
+EXTRA = {"prior": ("syn_ari_gmm", "syn_ari_zeus"), "cin-loss": ("syn_k_medae", "syn_k_acc", "real_k_medae"),
          "surplus-k": ("syn_k_medae", "real_k_medae"),
          "hparams": ("val_ari",)}
 
@@ -113,14 +122,195 @@ def markdown(table: pd.DataFrame, study: Study, header: Sequence[str] = ()) -> s
 
 
 def write_tables(out_dir: str | Path, study: Study, trials: pd.DataFrame, table: pd.DataFrame,
-                 header: Sequence[str] = ()) -> dict[str, Path]:
-    """Write ``ablation_<study>.md``, ``ablation_<study>.csv`` and ``trials_<study>.csv``; return the paths."""
+                 header: Sequence[str] = (), records: Sequence[dict[str, Any]] | None = None,
+                 base_seed: int = 0) -> dict[str, Path]:
+    """Write ``ablation_<study>.md``, ``ablation_<study>.csv`` and ``trials_<study>.csv``; return the paths.
+
+    With the trial ``records`` of a grid study (each with ``task_scores`` where kept), also ``stats_<study>.csv``
+    (:func:`study_stats`), whose intervals, tests and :func:`verdict` close the Markdown file.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / f"ablation_{study.name}.md", "csv": out / f"ablation_{study.name}.csv",
              "trials": out / f"trials_{study.name}.csv"}
-    paths["markdown"].write_text(markdown(table, study, header))
+    text = markdown(table, study, header)
+    if records is not None and study.is_grid:
+        stats = study_stats(records, study, base_seed)
+        paths["stats"] = out / f"stats_{study.name}.csv"
+        stats.to_csv(paths["stats"], index=False)
+        text += "\n" + stats_markdown(stats, study)
+    paths["markdown"].write_text(text)
     table.to_csv(paths["csv"], index=False)
     trials.to_csv(paths["trials"], index=False)
     logger.info("ablation table written to %s", paths["markdown"])
     return paths
+
+
+#: Metrics given a mean and 95 % interval over seeds (those a sweep measured).
+INTERVAL_METRICS = ("syn_ari", "syn_nmi", "syn_ari_known_k", "syn_k_mae", "syn_k_medae", "syn_k_acc",
+                    "syn_ari_gmm", "syn_ari_zeus", "real_ari", "real_nmi", "real_k_mae", "ms_per_step",
+                    "syn_ms_per_task")
+#: Per-task score -> (summary metric it is the median of, whether higher is better, short name).
+PAIRED = {"ari": ("syn_ari", True, "ARI"), "k_abs_err": ("syn_k_medae", False, "|K error|")}
+ALPHA = 0.05
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of ``values`` and its two-sided ``level`` t interval (NaN ends with fewer than two values)."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if len(x) < 2:
+        return mean, math.nan, math.nan
+    half = float(sps.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return mean, mean - half, mean + half
+
+
+def _seed(record: dict[str, Any], base_seed: int) -> int:
+    return int(record.get("overrides", {}).get("seed", base_seed) or base_seed)
+
+
+def _task_matrix(records: Sequence[dict[str, Any]], key: str) -> np.ndarray | None:
+    """Per-task ``key`` averaged over the records (tasks in the sweep's fixed order); None if any lacks them."""
+    rows = [rec.get("task_scores") for rec in records]
+    if not rows or any(not r for r in rows) or len({len(r) for r in rows}) != 1:
+        return None
+    return np.mean([[float(t[key]) for t in r] for r in rows], axis=0)
+
+
+def paired_task_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Mean of ``a - b`` over tasks and the two-sided Wilcoxon signed-rank p (1.0 when every pair is equal)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not np.any(d != 0):
+        return float(d.mean()) if len(d) else math.nan, 1.0
+    return float(d.mean()), float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
+
+
+def paired_seed_test(a: dict[int, float], b: dict[int, float]) -> tuple[float, float, int]:
+    """Mean difference over the run seeds both have, the paired t test's two-sided p (NaN with fewer than two
+    pairs or constant differences) and the number of pairs."""
+    common = sorted(set(a) & set(b))
+    d = np.array([a[s] - b[s] for s in common], dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) == 0:
+        return math.nan, math.nan, 0
+    if len(d) < 2 or np.all(d == d[0]):
+        return float(d.mean()), (1.0 if np.all(d == 0) else math.nan), len(d)
+    return float(d.mean()), float(sps.ttest_rel(d, np.zeros_like(d)).pvalue), len(d)
+
+
+def study_stats(records: Sequence[dict[str, Any]], study: Study, base_seed: int = 0) -> pd.DataFrame:
+    """One row per variant of a grid study from its finished trials' records.
+
+    Columns: ``variant``, ``n`` (finished seeds), ``<metric>_mean|_lo|_hi`` (95 % t interval over seeds) for each of
+    :data:`INTERVAL_METRICS` measured, and against the paper's choice, per paired score ``s`` of :data:`PAIRED`
+    (``ari``, ``k_abs_err``): ``d_task_<s>`` (mean over held-out tasks of the variant's minus the choice's score,
+    each averaged over seeds), ``p_task_<s>`` (Wilcoxon signed-rank over the tasks), ``d_seed_<s>``/``p_seed_<s>``
+    (paired t over run seeds of the summary metric, e.g. ``syn_ari``). The choice's own row has NaN tests.
+    """
+    done = [r for r in records if r.get("status") == "finished"]
+    order = _variant_order(study) or list(dict.fromkeys(study.variant(r.get("overrides", {})) for r in records))
+    groups = {v: [r for r in done if study.variant(r.get("overrides", {})) == v] for v in order}
+    ref = groups.get(study.choice, [])
+    rows = []
+    for variant, recs in groups.items():
+        row: dict[str, Any] = {"variant": variant, "n": len(recs),
+                               "seeds": " ".join(str(_seed(r, base_seed)) for r in recs)}
+        for m in INTERVAL_METRICS:
+            vals = [float(r["metrics"][m]) for r in recs if m in r.get("metrics", {})]
+            if vals:
+                row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = t_interval(vals)
+        for key, (summary, _, _) in PAIRED.items():
+            row[f"d_task_{key}"] = row[f"p_task_{key}"] = math.nan
+            row[f"d_seed_{key}"] = row[f"p_seed_{key}"] = math.nan
+            if variant == study.choice or not recs or not ref:
+                continue
+            mine, theirs = _task_matrix(recs, key), _task_matrix(ref, key)
+            if mine is not None and theirs is not None and len(mine) == len(theirs):
+                row[f"d_task_{key}"], row[f"p_task_{key}"] = paired_task_test(mine, theirs)
+            by_seed = {_seed(r, base_seed): float(r["metrics"].get(summary, math.nan)) for r in recs}
+            ref_seed = {_seed(r, base_seed): float(r["metrics"].get(summary, math.nan)) for r in ref}
+            row[f"d_seed_{key}"], row[f"p_seed_{key}"], _ = paired_seed_test(by_seed, ref_seed)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _ordering(values: dict[str, float], higher: bool) -> list[str]:
+    known = {k: v for k, v in values.items() if v is not None and math.isfinite(v)}
+    return sorted(known, key=lambda k: -known[k] if higher else known[k])
+
+
+def verdict(stats: pd.DataFrame, study: Study, alpha: float = ALPHA) -> str:
+    """One sentence: is the paper's choice separated from each other variant on the held-out tasks (Wilcoxon over
+    tasks at ``alpha`` on the study's primary score), and does the paper's ordering of the variants hold?"""
+    key = study.primary
+    summary, higher, name = PAIRED[key]
+    if stats.empty or study.choice not in set(stats["variant"]) or \
+            int(stats.loc[stats["variant"] == study.choice, "n"].iloc[0]) == 0:
+        return f"No finished trial of the paper's choice ({study.choice or 'none'}): nothing to compare."
+    others = stats[(stats["variant"] != study.choice) & (stats["n"] > 0)]
+    better, worse, tied = [], [], []
+    for _, row in others.iterrows():
+        d, p = row.get(f"d_task_{key}", math.nan), row.get(f"p_task_{key}", math.nan)
+        if not math.isfinite(p) or p >= alpha:
+            tied.append(f"{row['variant']} (p = {p:.2g})" if math.isfinite(p) else f"{row['variant']} (untested)")
+        elif (d < 0) == higher:  # the variant scores below the choice on a higher-is-better score
+            better.append(f"{row['variant']} (p = {p:.2g})")
+        else:
+            worse.append(f"{row['variant']} (p = {p:.2g})")
+    parts = []
+    if better:
+        parts.append("is better than " + ", ".join(better))
+    if worse:
+        parts.append("is worse than " + ", ".join(worse))
+    if tied:
+        parts.append("is not separated from " + ", ".join(tied))
+    measured = {r["variant"]: r.get(f"{summary}_mean", math.nan) for _, r in stats.iterrows() if r["n"] > 0}
+    paper = {v: m.get(summary, math.nan) for v, m in study.paper.items() if v in measured}
+    sentence = (f"On per-task {name} (seed means, Wilcoxon signed-rank over the held-out tasks, alpha {alpha:g}) the "
+                f"paper's choice {study.choice} " + "; ".join(parts) + ".")
+    p_order, m_order = _ordering(paper, higher), _ordering(measured, higher)
+    if len(p_order) >= 2:
+        sep = " > " if higher else " < "
+        label = f"mean {COLUMNS.get(summary, summary)}"
+        if not better and not worse:
+            sentence += (f" The intervals do not separate the variants at this budget, so the paper's ordering "
+                         f"({sep.join(p_order)} by {label}) is neither confirmed nor contradicted.")
+        elif [v for v in m_order if v in p_order] == p_order and not worse:
+            sentence += f" The paper's ordering ({sep.join(p_order)} by {label}) holds at this budget."
+        else:
+            sentence += (f" The paper's ordering ({sep.join(p_order)} by {label}) does not hold as a whole: "
+                         f"measured {sep.join(m_order)}.")
+    return sentence
+
+
+def stats_markdown(stats: pd.DataFrame, study: Study) -> str:
+    """Mean [95 % t interval] over seeds per metric and the paired tests against the paper's choice, with
+    :func:`verdict` below."""
+    metrics = [m for m in ("syn_ari", "syn_nmi", "syn_ari_known_k", "syn_k_mae", "syn_k_medae", "syn_k_acc")
+               + EXTRA.get(study.name, ()) + ("real_ari", "ms_per_step")
+               if f"{m}_mean" in stats and stats[f"{m}_mean"].notna().any()]
+    metrics = list(dict.fromkeys(metrics))
+    key = study.primary
+    name = PAIRED[key][2]
+    cols = ["Variant", "n"] + [COLUMNS.get(m, m) for m in metrics] + [
+        f"Δ task {name} vs {study.choice}", "p (Wilcoxon, tasks)", "p (paired t, seeds)"]
+    lines = [f"#### Mean over seeds [95 % t interval]; paired tests against the paper's choice ({study.choice})", "",
+             "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    for _, r in stats.iterrows():
+        cells = [str(r["variant"]), str(int(r["n"]))]
+        for m in metrics:
+            digits = 1 if m == "ms_per_step" else 3
+            mean, lo, hi = (r.get(f"{m}_{s}", math.nan) for s in ("mean", "lo", "hi"))
+            cell = _fmt(float(mean), digits)
+            if isinstance(lo, float) and math.isfinite(lo):
+                cell += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+            cells.append(cell)
+        if r["variant"] == study.choice:
+            cells += ["(choice)", "", ""]
+        else:
+            cells += [_fmt(float(r.get(f"d_task_{key}", math.nan)), 3), _fmt(float(r.get(f"p_task_{key}", math.nan)), 3),
+                      _fmt(float(r.get(f"p_seed_{key}", math.nan)), 3)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", verdict(stats, study), ""])

@@ -69,6 +69,10 @@ class Study:
         ``syn_k_medae``, ``real_k_medae``, ``syn_ari_gmm``, ``syn_ari_zeus``); empty where the paper has none.
     by_family : bool
         Also evaluate on GMM-only and ZEUS-only held-out tasks (the prior study's columns).
+    choice : str
+        The label of the paper's chosen variant (what every other variant is tested against), or "".
+    primary : str
+        The per-task score the study is about: ``ari`` (higher is better) or ``k_abs_err`` (lower is better).
     """
 
     name: str
@@ -77,6 +81,8 @@ class Study:
     labels: Mapping[Any, str] = field(default_factory=dict)
     paper: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     by_family: bool = False
+    choice: str = ""
+    primary: str = "ari"
 
     @property
     def is_grid(self) -> bool:
@@ -134,7 +140,8 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
             paper=_paper({"Matching+SoftAcc": (0.8021, 0.7364, 0.3814, 0.4071, 70.0346),
                           "Matching+CE": (0.8627, 0.7637, 0.3507, 0.4070, 6.2625),
                           "SoftNMI": (0.7637, 0.6929, 0.3915, 0.4250, 3.3658),
-                          "SoftARI": (0.8308, 0.8000, 0.3853, 0.4237, 2.9695)}, _SYN_REAL + ("ms_per_step",)))
+                          "SoftARI": (0.8308, 0.8000, 0.3853, 0.4237, 2.9695)}, _SYN_REAL + ("ms_per_step",)),
+            choice="SoftARI")
     if name == "decoder":
         return Study(
             name, "PIN decoder ablation (paper Sec. 5)",
@@ -143,7 +150,7 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
                     "iterative": "Iterative"},
             paper=_paper({"Naive (SA+MLP)": (0.8137, 0.7446, 0.3589, 0.3271),
                           "Non-iterative (Transformer)": (0.8229, 0.7523, 0.3505, 0.3865),
-                          "Iterative": (0.8308, 0.8000, 0.3853, 0.4237)}))
+                          "Iterative": (0.8308, 0.8000, 0.3853, 0.4237)}), choice="Iterative")
     if name == "prior":
         return Study(
             name, "Prior data ablation (paper Sec. 5, median ARI)",
@@ -152,25 +159,27 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
             paper=_paper({"GMM": (0.8236, 0.5434, 0.7428, 0.2270), "ZEUS": (0.6758, 0.8047, 0.7405, 0.3414),
                           "GMM+ZEUS": (0.8230, 0.8334, 0.8308, 0.3853)},
                          ("syn_ari_gmm", "syn_ari_zeus", "syn_ari", "real_ari")),
-            by_family=True)
+            by_family=True, choice="GMM+ZEUS")
     if name == "cin-loss":
         return Study(
             name, "CIN loss ablation (paper appendix, median k-error)",
             {"model.cin_head": Grid(("categorical", "ordinal"))},
             labels={"categorical": "CE", "ordinal": "Order-aware"},
-            paper=_paper({"Order-aware": (1.0, 2.5), "CE": (0.0, 1.0)}, ("syn_k_medae", "real_k_medae")))
+            paper=_paper({"Order-aware": (1.0, 2.5), "CE": (0.0, 1.0)}, ("syn_k_medae", "real_k_medae")),
+            choice="CE", primary="k_abs_err")
     if name == "coupling":
         return Study(
             name, "Decoupled optimisation ablation (paper Sec. 5)",
             {"objective.coupling": Grid(("additive", "decoupled"))},
             labels={"additive": "Additive", "decoupled": "Decoupled"},
             paper=_paper({"Additive": (0.8103, 0.7227, 0.3544, 0.3716),
-                          "Decoupled": (0.8308, 0.8000, 0.3853, 0.4237)}))
+                          "Decoupled": (0.8308, 0.8000, 0.3853, 0.4237)}), choice="Decoupled")
     if name == "surplus-k":  # not in the paper: PIN also trained at a K' above the true K (ObjectiveConfig)
         return Study(
             name, "Surplus-K PIN term (not in the paper; k-error shows whether CIN gains)",
             {"objective.surplus_k_weight": Grid((0.0, 0.5, 1.0))},
-            labels={0.0: "True K only (paper)", 0.5: "Surplus K x0.5", 1.0: "Surplus K x1"})
+            labels={0.0: "True K only (paper)", 0.5: "Surplus K x0.5", 1.0: "Surplus K x1"},
+            choice="True K only (paper)", primary="k_abs_err")
     if name == "hparams":
         return Study(name, "Learning rate, warm-up and model width", _hparam_space(base, budget_steps))
     raise ValueError(f"unknown study {name!r}: choose one of {', '.join(STUDY_NAMES)}")
