@@ -9,6 +9,10 @@ CSV and (Cluster-PFN) a PNG figure, next to the paper's figures.
         --num-workers 2 --output outputs/eval-cluster-pfn
     python benchmarks/regime_report.py cluster-pfn outputs/eval-cluster-pfn --out docs/results
 
+A checkpoint trained on the regime (e.g. the placeholder row "PFN (random-init, this regime)") is evaluated on the
+same tasks with ``jobs/evaluate.py --suite amortized --methods TabClustPFN --checkpoint CKPT --output DIR`` and
+added with ``--checkpoint-run "PFN (random-init, this regime)=DIR"``.
+
 Writes ``regime-<suite>.md`` and ``.csv`` (and ``regime-cluster-pfn.png``) under ``--out``. Per method (and per D
 for the Cluster-PFN regime): median ARI and NMI, k-MAE = the median over tasks of |K_pred - K_true| (the paper's
 "k-MAE", whose values are whole numbers; the same quantity as ``report.py``'s k-MAE column), the mean of
@@ -202,12 +206,15 @@ def paired_table(summary: pd.DataFrame) -> str:
 
 
 def report_command(suite: str, run_dir: str | Path, out_dir: str | Path, n_boot: int = N_BOOT,
-                   machine_note: str | None = None, note: str | None = None) -> str:
+                   machine_note: str | None = None, note: str | None = None,
+                   checkpoint_runs: list[str] | tuple[str, ...] = ()) -> str:
     """The command line of this script that writes the files again."""
     import shlex
 
     parts = ["python benchmarks/regime_report.py", suite, shlex.quote(str(run_dir)), "--out",
              shlex.quote(str(out_dir))]
+    for spec in checkpoint_runs:
+        parts += ["--checkpoint-run", shlex.quote(spec)]
     for flag, value in (("--bootstrap", None if n_boot == N_BOOT else n_boot), ("--machine-note", machine_note),
                         ("--note", note)):
         if value is not None:
@@ -215,10 +222,39 @@ def report_command(suite: str, run_dir: str | Path, out_dir: str | Path, n_boot:
     return " ".join(parts)
 
 
+def add_checkpoint_runs(results: pd.DataFrame, specs: list[str] | tuple[str, ...], suite: str
+                        ) -> tuple[pd.DataFrame, list[str]]:
+    """Append, for each ``LABEL=DIR`` of ``specs``, the TabClustPFN rows of the evaluation folder DIR (the same
+    suite, run with another ``--checkpoint``) as method LABEL; also return a line per folder naming its command
+    and checkpoint. The tasks are the suite's fixed seeds, so they pair with the main run's by name."""
+    parts, lines = [results], []
+    for spec in specs:
+        label, sep, folder = spec.partition("=")
+        if not sep or not label or not folder:
+            raise ValueError(f"--checkpoint-run wants LABEL=DIR, got {spec!r}")
+        if label in set(results["method"]):
+            raise ValueError(f"--checkpoint-run label {label!r} is already a method of the main run")
+        other, header = read_run(folder, suite)
+        other = other[other["method"] == REFERENCE]
+        if other.empty:
+            raise ValueError(f"{folder} holds no {REFERENCE} rows of the {suite!r} suite")
+        parts.append(other.assign(method=label))
+        got = {h.split(":", 1)[0]: h for h in header}
+        lines.append(f"`{label}`: the {REFERENCE} rows of `{folder}` ({len(other)} tasks); "
+                     + " ".join(got.get(k, "") for k in ("Command", "Checkpoint sha256")).strip())
+    return pd.concat(parts, ignore_index=True), lines
+
+
 def _command(report: str, header: list[str]) -> list[str]:
     evaluate = next((h.split("`")[1] for h in header if h.startswith("Command: ") and "`" in h), None)
     cmd = f"{evaluate} && {report}" if evaluate else report
     return [f"Command: `{cmd}`", ""]
+
+
+def _extra_md(lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return ["Rows from other evaluation folders of the same tasks:", "", *(f"- {x}" for x in lines), ""]
 
 
 def _provenance(header: list[str], machine_note: str | None) -> list[str]:
@@ -233,26 +269,33 @@ def _provenance(header: list[str], machine_note: str | None) -> list[str]:
 
 
 def amortized_report(run_dir: str | Path, out_dir: str | Path, *, n_boot: int = N_BOOT,
-                     machine_note: str | None = None) -> list[Path]:
-    """``regime-amortized.md`` and ``.csv`` from an evaluation folder of ``--suite amortized``."""
+                     machine_note: str | None = None, checkpoint_runs: list[str] | tuple[str, ...] = ()
+                     ) -> list[Path]:
+    """``regime-amortized.md`` and ``.csv`` from an evaluation folder of ``--suite amortized`` (and the
+    TabClustPFN rows of other checkpoints' folders, ``checkpoint_runs``: ``LABEL=DIR``)."""
     results, header = read_run(run_dir, "amortized")
+    results, extra_lines = add_checkpoint_runs(results, checkpoint_runs, "amortized")
+    filled = PLACEHOLDER in set(results["method"])
     summary = summarise(results, n_boot)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paper = pd.DataFrame([{"source": "paper Tab. 3", "method": m, "ari": a, "k_mae": k, "k_acc": acc, "ms": ms}
                           for m, a, k, acc, ms in PAPER_AMORTIZED])
+    shipped = any(h.startswith("Checkpoint: `shipped`") for h in header)
+    tag = " (shipped, zero-shot)" if shipped else " (this run's --checkpoint)"
     measured = summary.assign(source="this repo", method=[
-        f"{m} (shipped, zero-shot)" if m == REFERENCE else m for m in summary["method"]])
+        f"{m}{tag}" if m == REFERENCE else m for m in summary["method"]])
     placeholder = pd.DataFrame([{"source": "to fill: training sweep", "method": PLACEHOLDER}])
-    table = pd.concat([measured, placeholder, paper], ignore_index=True)
+    table = pd.concat([measured, *([] if filled else [placeholder]), paper], ignore_index=True)
     table.insert(0, "source", table.pop("source"))
     for col in ("n_tasks", "n_failed", "n_pairs"):
         table[col] = table[col].astype("Int64")
     table.to_csv(out_dir / "regime-amortized.csv", index=False)
     n = results["dataset"].nunique()
     lines = ["# Amortized-clustering regime (paper Sec. 5, Tab. 3)", "", *_command(
-                 report_command("amortized", run_dir, out_dir, n_boot, machine_note), header),
-             *_provenance(header, machine_note),
+                 report_command("amortized", run_dir, out_dir, n_boot, machine_note,
+                                checkpoint_runs=checkpoint_runs), header),
+             *_provenance(header, machine_note), *_extra_md(extra_lines),
              f"{n} held-out tasks drawn from `priors.regimes.amortized_prior()` (2-D Gaussian mixtures with full, "
              "rotated covariances and controlled overlap; N 100-500, K uniform on 2..10), seeds "
              "`EVAL_SEED_BASE + AMORTIZED_SEED_OFFSET + i` of `pipeline/evaluation/suites.py`. Every method "
@@ -281,7 +324,9 @@ def amortized_report(run_dir: str | Path, out_dir: str | Path, *, n_boot: int = 
     for _, r in measured.iterrows():
         lines.append(f"| this repo | {r['method']} | {_fmt(r['ari'], 4)} | {_fmt(r['k_mae'], 1)} | "
                      f"{_fmt(r['k_acc'], 4)} | {_fmt(r['ms'], 2)} |")
-    lines.append(f"| to fill: training sweep | **{PLACEHOLDER}** | _pending_ | _pending_ | _pending_ | _pending_ |")
+    if not filled:
+        lines.append(f"| to fill: training sweep | **{PLACEHOLDER}** | _pending_ | _pending_ | _pending_ | "
+                     "_pending_ |")
     for m, a, k, acc, ms in PAPER_AMORTIZED:
         lines.append(f"| paper Tab. 3 | {m} | {a:.4f} | {k:.1f} | {acc:g} | {ms:.2f} |")
     (out_dir / "regime-amortized.md").write_text("\n".join(lines) + "\n")
@@ -336,9 +381,12 @@ def plot_cluster_pfn(summary: pd.DataFrame, path: Path) -> Path:
 
 
 def cluster_pfn_report(run_dir: str | Path, out_dir: str | Path, *, n_boot: int = N_BOOT,
-                       machine_note: str | None = None, note: str | None = None) -> list[Path]:
-    """``regime-cluster-pfn.md``, ``.csv`` and ``.png`` from an evaluation folder of ``--suite cluster-pfn``."""
+                       machine_note: str | None = None, note: str | None = None,
+                       checkpoint_runs: list[str] | tuple[str, ...] = ()) -> list[Path]:
+    """``regime-cluster-pfn.md``, ``.csv`` and ``.png`` from an evaluation folder of ``--suite cluster-pfn`` (and
+    the TabClustPFN rows of other checkpoints' folders, ``checkpoint_runs``: ``LABEL=DIR``)."""
     results, header = read_run(run_dir, "cluster-pfn")
+    results, extra_lines = add_checkpoint_runs(results, checkpoint_runs, "cluster-pfn")
     summary = cluster_pfn_summary(results, n_boot)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -347,8 +395,9 @@ def cluster_pfn_report(run_dir: str | Path, out_dir: str | Path, *, n_boot: int 
     per_d = results.groupby("group")["dataset"].nunique()
     counts = ", ".join(f"D = {str(g).lstrip('d')}: {c}" for g, c in per_d.items())
     lines = ["# Cluster-PFN regime (paper App. \"Comparison with Cluster-PFN\")", "",
-             *_command(report_command("cluster-pfn", run_dir, out_dir, n_boot, machine_note, note), header),
-             *_provenance(header, machine_note),
+             *_command(report_command("cluster-pfn", run_dir, out_dir, n_boot, machine_note, note,
+                                      checkpoint_runs), header),
+             *_provenance(header, machine_note), *_extra_md(extra_lines),
              f"Held-out tasks from `priors.regimes.cluster_pfn_prior(D)` (the paper's GMM prior at D features, "
              f"N = 500, K uniform on 2..10, unknown to every method); tasks per D: {counts} (the paper: 320 per "
              "D). Seeds `EVAL_SEED_BASE + CLUSTER_PFN_SEED_OFFSET + 100_000 D + i` of "
@@ -379,13 +428,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", type=int, default=N_BOOT, help="bootstrap resamples (default: %(default)s)")
     p.add_argument("--machine-note", default=None, help="appended to the Machine: line (e.g. 'shared by 4 jobs')")
     p.add_argument("--note", default=None, help="cluster-pfn: a paragraph on the task count, if reduced")
+    p.add_argument("--checkpoint-run", action="append", default=[], metavar="LABEL=DIR",
+                   help="repeatable: add the TabClustPFN rows of another evaluation folder of the same suite (run "
+                        f"with another --checkpoint) as method LABEL; the label {PLACEHOLDER!r} fills the "
+                        "amortized table's placeholder row")
     args = p.parse_args(argv)
     try:
         if args.suite == "amortized":
-            files = amortized_report(args.run_dir, args.out, n_boot=args.bootstrap, machine_note=args.machine_note)
+            files = amortized_report(args.run_dir, args.out, n_boot=args.bootstrap, machine_note=args.machine_note,
+                                     checkpoint_runs=args.checkpoint_run)
         else:
             files = cluster_pfn_report(args.run_dir, args.out, n_boot=args.bootstrap,
-                                       machine_note=args.machine_note, note=args.note)
+                                       machine_note=args.machine_note, note=args.note,
+                                       checkpoint_runs=args.checkpoint_run)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

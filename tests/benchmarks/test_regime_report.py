@@ -88,6 +88,29 @@ def test_report_files_from_a_synthetic_run_folder(rr, tmp_path):
         rr.amortized_report(run, tmp_path / "docs")
 
 
+def test_another_checkpoints_run_fills_the_placeholder_row(rr, tmp_path):
+    rng = np.random.default_rng(3)
+    main, other = tmp_path / "main", tmp_path / "other"
+    for folder in (main, other):
+        folder.mkdir()
+    base = _long(rng, 20).assign(suite="amortized")
+    base.to_csv(main / "results.csv", index=False)
+    trained = base[base["method"] == "TabClustPFN"].assign(ari=lambda f: f["ari"] * 0.5)
+    trained.to_csv(other / "results.csv", index=False)
+    (other / "results.md").write_text("Command: `python jobs/evaluate.py --checkpoint pfn.pt`\n\n"
+                                      "Checkpoint sha256: `abc`.\n")
+    spec = f"{rr.PLACEHOLDER}={other}"
+    files = rr.amortized_report(main, tmp_path / "docs", n_boot=50, checkpoint_runs=[spec])
+    table = pd.read_csv(files[1]).set_index("method")
+    assert table.at[rr.PLACEHOLDER, "ari"] == pytest.approx(trained["ari"].median())
+    assert table.at[rr.PLACEHOLDER, "n_tasks"] == 20 and table.at[rr.PLACEHOLDER, "n_pairs"] == 20
+    assert table.at[rr.PLACEHOLDER, "ref_win_rate"] == 1.0  # the main run scores twice its ARI on every task
+    md = files[0].read_text()
+    assert "_pending_" not in md and "--checkpoint-run" in md.splitlines()[2] and "pfn.pt" in md
+    with pytest.raises(ValueError, match="LABEL=DIR"):
+        rr.amortized_report(main, tmp_path / "docs", checkpoint_runs=[str(other)])
+
+
 @pytest.mark.slow
 def test_report_of_a_tiny_regime_evaluation(rr, ray_local, tmp_path, tiny_checkpoint, tracking_uri):
     job = load_job("evaluate")
@@ -108,7 +131,8 @@ def test_report_of_a_tiny_regime_evaluation(rr, ray_local, tmp_path, tiny_checkp
     assert "--tasks-per-group 2" in md.splitlines()[2] and "--bootstrap 50" in md.splitlines()[2]
     assert "Checkpoint sha256: `" in md and rr.PLACEHOLDER in md and "| paper Tab. 3 | NCP | 0.6000" in md
     table = pd.read_csv(docs / "regime-amortized.csv")
-    assert table["method"].tolist()[0] == "TabClustPFN (shipped, zero-shot)" and table.at[3, "method"] == rr.PLACEHOLDER
+    assert table.at[0, "method"] == "TabClustPFN (this run's --checkpoint)"  # not the shipped file
+    assert table.at[3, "method"] == rr.PLACEHOLDER
     assert set(table["method"].tolist()[1:3]) == {"KMeans+", "GMM+"}
     assert (table.loc[:2, "n_tasks"] == 2).all() and table.loc[3, ["ari", "k_acc"]].isna().all()
     assert len(table) == 4 + len(rr.PAPER_AMORTIZED)
