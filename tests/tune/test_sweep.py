@@ -262,7 +262,11 @@ def test_rescoring_a_sweep_replaces_its_scores_keeps_its_timings_and_rewrites_it
     assert "real: 1 UCI datasets" in markdown
     client = MlflowClient(tracking_uri)
     assert {a.path for a in client.list_artifacts(parent, "ablation")} == {
-        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv"}
+        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv",
+        "ablation/stats_coupling.csv"}
+    for trial_id in ("t1", "t2"):  # per-task scores kept for the paired tests, one per held-out task
+        assert len(json.loads((sweep_dir / TRIALS_DIR / trial_id / "task_scores.json").read_text())) == 4
+    assert "paired tests against the paper's choice (Decoupled)" in markdown
     assert "rescored_at" in client.get_run(parent).data.tags
 
 
