@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="continue sweep --name: finished trials are kept")
     p.add_argument("--rescore", action="store_true", help="score sweep --name's saved models again (with --real: "
                    "add the real suite) and rewrite its tables; trains nothing, needs no Ray")
+    p.add_argument("--tables", action="store_true", help="with --rescore: rewrite the tables from the saved scores "
+                   "(no scoring)")
     p.add_argument("--storage-path", default="runs/sweeps", help="default: %(default)s")
     p.add_argument("--output", help="folder of the tables (default: the sweep folder)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--resume needs --name (the sweep folder under --storage-path)")
         if args.real_datasets and not args.real:
             raise ValueError("--real-datasets needs --real (it picks the datasets of the real suite to score on)")
+        if args.tables and (not args.rescore or args.real):
+            raise ValueError("--tables goes with --rescore and without --real (it rewrites the tables, scoring nothing)")
         if args.rescore:
             if not args.name or args.resume or args.study:
                 raise ValueError("--rescore needs --name (a sweep folder under --storage-path) and no --study/--resume")
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"{', '.join(_defining_flags(args))} (only --real/--real-datasets can be added)")
             result = rescore_sweep(args.name, storage_path=args.storage_path, real=args.real or None,
                                    real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None,
-                                   tracking_uri=args.tracking_uri, output=args.output)
+                                   tracking_uri=args.tracking_uri, output=args.output, score=not args.tables)
             print(result.files["markdown"].read_text())
             return 0
         if args.resume and (_defining_flags(args) or args.real):

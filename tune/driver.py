@@ -319,8 +319,9 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
 
 def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | None = None,
                   real_datasets: tuple[str, ...] | None = None, tracking_uri: str | None = None,
-                  output: str | None = None) -> SweepResult:
-    """Score the finished trials of sweep ``name`` again from their saved ``model.pt`` and rewrite its tables.
+                  output: str | None = None, score: bool = True) -> SweepResult:
+    """Score the finished trials of sweep ``name`` again from their saved ``model.pt`` and rewrite its tables
+    (``score=False``: only rewrite the tables from the saved scores, e.g. after the report changed).
 
     Nothing is trained and Ray is not needed. Each finished trial's new scores replace its old ones in
     ``trial.json`` (training figures such as ``ms_per_step`` are kept) and are logged to its MLflow child run at
@@ -357,7 +358,7 @@ def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | 
     records = []
     for path in sorted((sweep_dir / TRIALS_DIR).glob(f"*/{TRIAL_FILE}")):
         rec = json.loads(path.read_text())
-        if rec.get("status") == "finished":
+        if rec.get("status") == "finished" and score:
             model_path = path.parent / "model.pt"
             if not model_path.is_file():
                 raise FileNotFoundError(f"trial {rec['trial_id']} finished but its model {model_path} is missing")

@@ -159,6 +159,7 @@ def sweep_job():
     (["--resume", "--name", "x", "--set", "seed=3", "--budget-steps", "9"], "--budget-steps, --set"),
     (["--rescore", "--name", "x", "--smoke"], "--rescore scores sweep 'x' as it was trained"),
     (["--study", "coupling", "--smoke", "--max-concurrent-trials", "0"], "max_concurrent_trials must be >= 1, got 0"),
+    (["--name", "x", "--tables"], "--tables goes with --rescore"),
 ])
 def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, capsys, monkeypatch):
     monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: pytest.fail("Ray started for a bad request"))
@@ -268,6 +269,15 @@ def test_rescoring_a_sweep_replaces_its_scores_keeps_its_timings_and_rewrites_it
         assert len(json.loads((sweep_dir / TRIALS_DIR / trial_id / "task_scores.json").read_text())) == 4
     assert "paired tests against the paper's choice (Decoupled)" in markdown
     assert "rescored_at" in client.get_run(parent).data.tags
+
+
+def test_tables_only_rewrites_the_tables_from_the_saved_scores(tmp_path, tiny_checkpoint, tracking_uri):
+    from tune.driver import rescore_sweep
+
+    sweep_dir, _, _ = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
+    result = rescore_sweep("old", storage_path=str(tmp_path / "sweeps"), score=False)
+    assert _trial_records(sweep_dir)["t1"]["metrics"]["syn_ari"] == 9.0  # nothing scored
+    assert list(result.table["syn_ari"]) == [9.0, 9.0] and (sweep_dir / "stats_coupling.csv").is_file()
 
 
 def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_checkpoint, tracking_uri):
