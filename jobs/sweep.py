@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.real_datasets and not args.real:
             raise ValueError("--real-datasets needs --real (it picks the datasets of the real suite to score on)")
         if args.tables and (not args.rescore or args.real):
-            raise ValueError("--tables goes with --rescore and without --real (it rewrites the tables, scoring nothing)")
+            raise ValueError("--tables goes with --rescore and without --real (it rewrites the tables, scoring "
+                             "nothing)")
         if args.rescore:
             if not args.name or args.resume or args.study:
                 raise ValueError("--rescore needs --name (a sweep folder under --storage-path) and no --study/--resume")

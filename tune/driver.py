@@ -38,8 +38,8 @@ from pipeline.config import TrainConfig, config_to_dict
 from pipeline.pretrain import absolute_tracking_uri
 from tune import report, slots
 from tune.config import (SLOTS_DIR, SWEEP_FILE, TASK_SCORES_FILE, TRIAL_ACTOR_CPUS, TRIAL_FILE, TRIALS_DIR,
-                         SweepConfig, SweepOptions, SweepResult, max_concurrent_trials, scoring_kind, sweep_from_dict, sweep_to_dict,
-                         trial_config)
+                         SweepConfig, SweepOptions, SweepResult, max_concurrent_trials, scoring_kind, sweep_from_dict,
+                         sweep_to_dict, trial_config)
 from tune.spaces import Study, to_tune
 from tune.tracking import close_child_runs, end_child_run, median_step_ms, open_child_run, open_parent_run
 

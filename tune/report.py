@@ -319,7 +319,8 @@ def stats_markdown(stats: pd.DataFrame, study: Study) -> str:
         if r["variant"] == study.choice:
             cells += ["(choice)", "", ""]
         else:
-            cells += [_fmt(float(r.get(f"d_task_{key}", math.nan)), 3), _fmt(float(r.get(f"p_task_{key}", math.nan)), 3),
+            cells += [_fmt(float(r.get(f"d_task_{key}", math.nan)), 3),
+                      _fmt(float(r.get(f"p_task_{key}", math.nan)), 3),
                       _fmt(float(r.get(f"p_seed_{key}", math.nan)), 3)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines + ["", verdict(stats, study), ""])
