@@ -62,9 +62,10 @@ PFN, PFN_TRUE, KM, KM_TRUE = "TabClustPFN", "TabClustPFN*", "KMeans+", "KMeans*"
 METHODS = (PFN, KM, PFN_TRUE, KM_TRUE)
 COLORS = {PFN: "tab:blue", KM: "tab:orange"}
 TASK_COLUMNS = ("axis", "n_rows", "n_features", "k_true", "task", "seed", "method", "ari", "k_pred", "seconds",
-                "d_model")
+                "cpu_seconds", "d_model")
 CELL_COLUMNS = ("axis", "n_rows", "n_features", "k_true", "method", "n_tasks", "ari", "ari_lo", "ari_hi",
-                "seconds", "seconds_lo", "seconds_hi", "k_pred_median", "k_acc", "d_model_median",
+                "seconds", "seconds_lo", "seconds_hi", "cpu_seconds", "cpu_seconds_lo", "cpu_seconds_hi",
+                "k_pred_median", "k_acc", "d_model_median",
                 "paired_with", "win_rate", "tie_rate", "ari_diff", "ari_diff_lo",
                 "ari_diff_hi")
 
@@ -124,7 +125,7 @@ def run_cell(est, axis: str, n: int, d: int, k: int, count: int, kind: str, silh
         runs = [(PFN, None), (KM, None)] + ([(PFN_TRUE, int(ds.n_clusters)), (KM_TRUE, int(ds.n_clusters))]
                                             if true_k else [])
         for method, k_given in runs:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             d_model = np.nan
             if method in (PFN, PFN_TRUE):
                 est.set_params(n_clusters=k_given).fit(frame)
@@ -139,8 +140,9 @@ def run_cell(est, axis: str, n: int, d: int, k: int, count: int, kind: str, silh
                 labels = np.asarray(sklearn_estimator("KMeans", k_given, i).fit_predict(X))
                 seconds = time.perf_counter() - start
                 k_pred = int(len(np.unique(labels)))
+            cpu_seconds = time.process_time() - cpu
             rows.append({**base, "method": method, "ari": float(adjusted_rand_score(y, labels)),
-                         "k_pred": k_pred, "seconds": seconds, "d_model": d_model})
+                         "k_pred": k_pred, "seconds": seconds, "cpu_seconds": cpu_seconds, "d_model": d_model})
     return rows
 
 
@@ -170,6 +172,9 @@ def summarise(tasks: pd.DataFrame, n_boot: int = N_BOOT) -> pd.DataFrame:
                    "d_model_median": float(sub["d_model"].median()) if sub["d_model"].notna().any() else np.nan}
             row["ari_lo"], row["ari_hi"] = bootstrap_ci(ari, n_boot)
             row["seconds_lo"], row["seconds_hi"] = bootstrap_ci(sec, n_boot)
+            cpu = sub["cpu_seconds"].to_numpy(float) if "cpu_seconds" in sub else np.full(len(sub), np.nan)
+            row["cpu_seconds"] = float(np.median(cpu)) if np.isfinite(cpu).any() else np.nan
+            row["cpu_seconds_lo"], row["cpu_seconds_hi"] = bootstrap_ci(cpu, n_boot)
             ref = {PFN: KM, PFN_TRUE: KM_TRUE}.get(method)
             if ref is not None and ref in wide.columns:
                 pair = wide[[method, ref]].dropna()
@@ -191,9 +196,10 @@ def _iv(row, col: str, digits: int = 3) -> str:
 def markdown_table(summary: pd.DataFrame, axis: str) -> list[str]:
     part = summary[summary["axis"] == axis]
     lines = ["| N | D | tasks | TabClustPFN ARI | KMeans+ ARI | win rate (ties) | TabClustPFN - KMeans+ | "
-             "TabClustPFN K / k-Acc | KMeans+ K / k-Acc | s/table TabClustPFN | s/table KMeans+ | "
+             "TabClustPFN K / k-Acc | KMeans+ K / k-Acc | CPU s/table TabClustPFN | CPU s/table KMeans+ | "
+             "wall s/table TabClustPFN | wall s/table KMeans+ | "
              "D seen by the network | TabClustPFN* ARI | KMeans* ARI |",
-             "|" + "---|" * 14]
+             "|" + "---|" * 16]
     for (n, d), cell in part.groupby(["n_rows", "n_features"], sort=False):
         m = cell.set_index("method")
         p, k = m.loc[PFN], m.loc[KM]
@@ -203,6 +209,7 @@ def markdown_table(summary: pd.DataFrame, axis: str) -> list[str]:
             f"{p['win_rate']:.2f} ({p['tie_rate']:.2f}) | "
             f"{p['ari_diff']:+.3f} [{p['ari_diff_lo']:+.3f}, {p['ari_diff_hi']:+.3f}] | "
             f"{p['k_pred_median']:g} / {p['k_acc']:.2f} | {k['k_pred_median']:g} / {k['k_acc']:.2f} | "
+            f"{p['cpu_seconds']:.3f} | {k['cpu_seconds']:.3f} | "
             f"{p['seconds']:.3f} | {k['seconds']:.3f} | {p['d_model_median']:g} | {star(PFN_TRUE)} | "
             f"{star(KM_TRUE)} |")
     return lines
@@ -227,8 +234,13 @@ def plot_axis(summary: pd.DataFrame, axis: str, path: Path, marker: float, marke
         if len(st):
             ax_ari.plot(st[col], st["ari"], "s--", color=COLORS[method], alpha=0.6, ms=4,
                         label=f"{star} (true K)")
-        ax_sec.plot(x, sub["seconds"], "o-", color=COLORS[method], label=method)
-        ax_sec.fill_between(x, sub["seconds_lo"], sub["seconds_hi"], color=COLORS[method], alpha=0.2)
+        if sub["cpu_seconds"].notna().all():
+            ax_sec.plot(x, sub["cpu_seconds"], "o-", color=COLORS[method], label=f"{method}, CPU time")
+            ax_sec.fill_between(x, sub["cpu_seconds_lo"], sub["cpu_seconds_hi"], color=COLORS[method], alpha=0.2)
+            ax_sec.plot(x, sub["seconds"], ":", color=COLORS[method], label=f"{method}, wall clock")
+        else:
+            ax_sec.plot(x, sub["seconds"], "o-", color=COLORS[method], label=f"{method}, wall clock")
+            ax_sec.fill_between(x, sub["seconds_lo"], sub["seconds_hi"], color=COLORS[method], alpha=0.2)
     for ax in (ax_ari, ax_sec):
         ax.set_xscale("log", base=10 if axis == "N" else 2)
         ax.axvline(marker, color="k", ls=":", lw=1.2, label=marker_label)
@@ -245,7 +257,7 @@ def plot_axis(summary: pd.DataFrame, axis: str, path: Path, marker: float, marke
     ax_ari.set_ylabel("median ARI (band: bootstrap 95 % interval)")
     ax_ari.set_ylim(-0.02, 1.02)
     ax_sec.set_yscale("log")
-    ax_sec.set_ylabel("median seconds per table (log)")
+    ax_sec.set_ylabel("median seconds per table (log; band: 95 % interval)")
     ax_ari.legend(fontsize=7, loc="best")
     ax_sec.legend(fontsize=7, loc="upper left")
     n_tasks = part.groupby(col)["n_tasks"].max()
@@ -281,7 +293,11 @@ def write_outputs(tasks: pd.DataFrame, out: Path, header: list[str], n_boot: int
         "KMeans+'s on the same task (ties in brackets); the paired difference is the median of TabClustPFN - "
         "KMeans+ over tasks with its bootstrap interval. K: median chosen K / share of tasks with K right. "
         "'D seen by the network': columns after preprocessing (principal components kept past "
-        f"{max_feat} features). Seconds: the method's own fit on one table, model loading excluded.", ""]
+        f"{max_feat} features). Seconds: the method's own fit on one table, model loading excluded, as the CPU "
+        "time of the process (`time.process_time`, one thread: what the fit costs) and the wall clock "
+        "(`time.perf_counter`, inflated by the other jobs on the machine by a varying factor). The tasks differ "
+        "from cell to cell, so the medians move with the draw; the paired columns compare the two methods on the "
+        "same tasks.", ""]
     if d_fixed is not None:
         lines += [f"## Against N (D = {d_fixed}; context subsampling past N = {n_ctx})", "",
                   *markdown_table(summary, "N"), "", "![ARI and seconds against N](ood-curves-n.png)", ""]
@@ -367,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         f"silhouette of a fixed random sample of {args.silhouette_rows} rows (`silhouette_score(sample_size="
         f"{args.silhouette_rows}, random_state=task index)`, the same sample for every K), since the full one "
         "is quadratic in N.  ",
-        "True K (TabClustPFN*, KMeans*): " + ("the same methods given K." if args.true_k else "not run."),
+        "True K (TabClustPFN*, KMeans*): " + ("the same methods given K." if args.true_k else "not run.") + "  ",
     ]
     if args.from_tasks:
         tasks = pd.read_csv(args.from_tasks)
@@ -399,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                   + ", ".join(f"{m} {med[m]:.3f}" for m in METHODS if m in med.index), flush=True)
         tasks = pd.DataFrame(rows)
         if resumed:
-            header.append(f"  \nResumed: the cells {', '.join(resumed)} were taken from `{args.resume}`, an "
+            header.append(f"Resumed: the cells {', '.join(resumed)} were taken from `{args.resume}`, an "
                           "earlier run of the same settings (same seeds and results; their seconds are that run's).")
     for path in write_outputs(tasks, Path(args.out), header, args.bootstrap, settings):
         print(f"wrote {path}")

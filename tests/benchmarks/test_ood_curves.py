@@ -54,7 +54,7 @@ def test_values_are_computed(oc, run):
     out, _ = run
     cells = pd.read_csv(out / "ood-curves.csv")
     tasks = pd.read_csv(out / "ood-curves-tasks.csv")
-    assert tasks["ari"].between(-1, 1).all() and (tasks["seconds"] > 0).all()
+    assert tasks["ari"].between(-1, 1).all() and (tasks["seconds"] > 0).all() and (tasks["cpu_seconds"] >= 0).all()
     assert tasks["k_pred"].between(2, 10).all() and (tasks["k_true"] == 4).all()
     assert tasks.groupby("method")["ari"].nunique().min() > 1  # not one constant
     for _, row in cells.iterrows():
@@ -62,6 +62,7 @@ def test_values_are_computed(oc, run):
                     & (tasks["method"] == row["method"])]
         assert row["ari"] == pytest.approx(sub["ari"].median(), rel=1e-5)  # the files keep 6 digits
         assert row["seconds"] == pytest.approx(sub["seconds"].median(), rel=1e-5)
+        assert row["cpu_seconds"] == pytest.approx(sub["cpu_seconds"].median(), rel=1e-5, abs=1e-6)
         assert row["ari_lo"] <= row["ari"] <= row["ari_hi"]
         if row["method"] in ("TabClustPFN", "TabClustPFN*"):
             assert 0 <= row["win_rate"] <= 1 and row["win_rate"] + row["tie_rate"] <= 1
