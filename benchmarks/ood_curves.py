@@ -216,7 +216,8 @@ def markdown_table(summary: pd.DataFrame, axis: str) -> list[str]:
 
 
 def plot_axis(summary: pd.DataFrame, axis: str, path: Path, marker: float, marker_label: str,
-              train_range: tuple[float, float] | None, fixed_label: str) -> Path:
+              train_range: tuple[float, float] | None, fixed_label: str,
+              km_marker: float | None = None) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,6 +245,9 @@ def plot_axis(summary: pd.DataFrame, axis: str, path: Path, marker: float, marke
     for ax in (ax_ari, ax_sec):
         ax.set_xscale("log", base=10 if axis == "N" else 2)
         ax.axvline(marker, color="k", ls=":", lw=1.2, label=marker_label)
+        if km_marker is not None and part[col].max() > km_marker:
+            ax.axvline(km_marker, color=COLORS[KM], ls="-.", lw=1.0,
+                       label=f"KMeans+ silhouette on a {int(km_marker)}-row sample past here")
         if train_range is not None:
             ax.axvspan(*train_range, color="0.85", zorder=0,
                        label=f"training range ({axis} {train_range[0]}-{train_range[1]})")
@@ -253,16 +257,18 @@ def plot_axis(summary: pd.DataFrame, axis: str, path: Path, marker: float, marke
         ticks = sorted(part[col].unique())
         for ax in (ax_ari, ax_sec):
             ax.set_xticks(ticks)
-            ax.set_xticklabels([str(int(t)) for t in ticks])
+            ax.set_xticklabels([str(int(t)) for t in ticks], fontsize=8, rotation=45)
     ax_ari.set_ylabel("median ARI (band: bootstrap 95 % interval)")
     ax_ari.set_ylim(-0.02, 1.02)
     ax_sec.set_yscale("log")
-    ax_sec.set_ylabel("median seconds per table (log; band: 95 % interval)")
+    ax_sec.set_ylabel("median s per table (log; band: 95 % int.)")
     ax_ari.legend(fontsize=7, loc="best")
     ax_sec.legend(fontsize=7, loc="upper left")
     n_tasks = part.groupby(col)["n_tasks"].max()
+    counts = (f"{int(n_tasks.min())}" if n_tasks.min() == n_tasks.max()
+              else f"{int(n_tasks.min())}-{int(n_tasks.max())}")
     fig.suptitle(f"Prior tasks, K = {int(part['k_true'].median())}: ARI and time against {axis} "
-                 f"({int(n_tasks.min())}-{int(n_tasks.max())} tasks per point)", fontsize=10)
+                 f"({counts} tasks per point)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -302,7 +308,7 @@ def write_outputs(tasks: pd.DataFrame, out: Path, header: list[str], n_boot: int
         lines += [f"## Against N (D = {d_fixed}; context subsampling past N = {n_ctx})", "",
                   *markdown_table(summary, "N"), "", "![ARI and seconds against N](ood-curves-n.png)", ""]
         plot_axis(summary, "N", out / "ood-curves-n.png", n_ctx, f"context subsampling (N > {n_ctx})",
-                  settings.get("train_n"), f"D = {d_fixed}")
+                  settings.get("train_n"), f"D = {d_fixed}", settings.get("silhouette_rows"))
         paths.append(out / "ood-curves-n.png")
     if n_fixed is not None:
         lines += [f"## Against D (N = {n_fixed}; PCA past D = {max_feat})", "",
@@ -358,14 +364,15 @@ def main(argv: list[str] | None = None) -> int:
             est.fit(np.random.default_rng(0).normal(size=shape))
     defaults = est.get_params()
     settings = {"n_context": int(defaults["n_context"]), "max_features": int(net.cfg.max_features),
-                "train_n": (100, 200), "train_d": (2, 64)}
+                "train_n": (100, 200), "train_d": (2, 64), "silhouette_rows": args.silhouette_rows}
     tasks_large = args.tasks if args.tasks_large is None else args.tasks_large
     command = args.command or "PYTHONPATH=. .venv/bin/python benchmarks/ood_curves.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     load = os.getloadavg()
     header = [
         f"Written by: `{command}`  ",
-        f"Date: {args.date}; machine: {args.machine_note or os.uname().nodename}; load average at the end "
+        f"Date: {args.date}; machine: {args.machine_note or os.uname().nodename}; load average "
+        f"{'when rendered' if args.from_tasks else 'at the end'} "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min); one process, one thread.  ",
         f"Checkpoint: `{ckpt.name}`, weights sha256 `{sha_w[:12]}...` (file sha256 `{sha_f[:12]}...`).  ",
         f"Tasks: `priors.sample_dataset(kind='{args.kind}')` with N, D and K = {args.k} fixed "
@@ -387,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.from_tasks:
         tasks = pd.read_csv(args.from_tasks)
+        header.append(f"Tables and figures rendered from `{args.from_tasks}` by: `PYTHONPATH=. .venv/bin/python "
+                      f"benchmarks/ood_curves.py {shlex.join(sys.argv[1:] if argv is None else argv)}`  ")
     else:
         rows, resumed = [], []
         prev = pd.read_csv(args.resume) if args.resume and Path(args.resume).exists() else None
