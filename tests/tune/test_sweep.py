@@ -125,7 +125,10 @@ def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_loc
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     parent_id = parents[0].info.run_id
     assert {a.path for a in client.list_artifacts(parent_id, "ablation")} == {
-        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv"}
+        "ablation/ablation_coupling.md", "ablation/ablation_coupling.csv", "ablation/trials_coupling.csv",
+        "ablation/stats_coupling.csv"}
+    for trial_id in after:  # each finished trial kept its per-task scores for the paired tests
+        assert len(json.loads((sweep_dir / TRIALS_DIR / trial_id / "task_scores.json").read_text())) == 4
     assert len(children) == 2, "a rerun trial reopens its child run instead of adding one"
     for child in children:
         assert child.data.tags["mlflow.parentRunId"] == parent_id and child.info.status == "FINISHED"
