@@ -3,6 +3,7 @@
     python jobs/pretrain.py --smoke                               # about a minute on a 2-core CPU
     python jobs/pretrain.py --preset small --num-workers 2 --run-name small-1
     python jobs/pretrain.py --resume small-1                      # after a crash: continue it (same MLflow run)
+    python jobs/pretrain.py --regime amortized --max-steps 1000 --batch-size 16   # the paper's amortized regime
     python jobs/pretrain.py --init-checkpoint runs/small-1/model.pt --seed 1 --run-name small-2   # train on
     ray job submit --working-dir . -- python jobs/pretrain.py --preset paper --use-gpu --num-workers 4 \\
         --storage-path /shared/runs --tracking-uri http://mlflow:5000
@@ -15,9 +16,10 @@ import argparse
 import logging
 import sys
 
-from pipeline.config import apply_overrides, train_preset
+from pipeline.config import apply_overrides, train_preset, with_regime
 from pipeline.pretrain import RunOptions, load_run_config, pretrain
 from pipeline.ray_env import init_ray
+from priors.regimes import REGIMES
 
 PRIORS = ["gmm", "zeus", "mix"]
 FLAGS = {  # flag: (TrainConfig field, type, help); unset flags keep the preset's (or the resumed run's) value
@@ -42,6 +44,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag, (_, typ, text) in FLAGS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", type=typ, choices=PRIORS if flag == "prior" else None,
                        help=f"{text} (default: {'none' if flag == 'init_checkpoint' else 'from the preset'})")
+    p.add_argument("--regime", choices=sorted(REGIMES),
+                   help="train on a controlled regime of the paper instead of the preset's prior (amortized: 2-D "
+                        "full-covariance GMMs, N 100-500, K 2..10; cluster-pfn: GMMs at D 2..5, N 500); --set and "
+                        "--prior apply after it")
     p.add_argument("--use-gpu", action="store_true", help="one GPU per worker, bf16 autocast")
     p.add_argument("--smoke", action="store_true", help="a tiny run of about a minute (checks, CI)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -71,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = (load_run_config(args.storage_path, args.resume) if args.resume
                 else train_preset(args.preset or ("tiny" if args.smoke else "small"), smoke=args.smoke))
+        if args.regime:
+            if args.resume:
+                raise ValueError("--regime sets a new run's prior; a resumed run keeps its saved one (drop --regime)")
+            base = with_regime(base, args.regime)
         cfg = apply_overrides(apply_overrides(base, given), args.set)
         options = RunOptions(storage_path=args.storage_path, run_name=args.resume or args.run_name,
                              resume=bool(args.resume), tracking_uri=args.tracking_uri, output=args.output,

@@ -23,6 +23,7 @@ from model import ModelConfig
 from model.checkpoint import read_checkpoint
 from model.objective import ObjectiveConfig
 from priors import PriorConfig
+from priors.regimes import regime_prior
 
 PriorKind = Literal["mix", "gmm", "zeus"]
 
@@ -319,6 +320,12 @@ def train_preset(name: Literal["paper", "small", "tiny"], *, smoke: bool = False
             objective=dataclasses.replace(cfg.objective, warmup_matching_steps=2),
             stream=dataclasses.replace(cfg.stream, prior=prior, num_actors=1, actor_cpus=0.5))
     return cfg
+
+
+def with_regime(cfg: TrainConfig, regime: str) -> TrainConfig:
+    """``cfg`` trained on regime ``regime``'s prior (:func:`priors.regimes.regime_prior`: the paper's amortized or
+    Cluster-PFN regime), drawn with its mechanism (``kind="gmm"``); model and schedule are kept."""
+    return dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, prior=regime_prior(regime), kind="gmm"))
 
 
 def seeds_used(metadata: dict[str, Any]) -> set[int]:

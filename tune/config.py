@@ -17,9 +17,10 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
-from pipeline.config import TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset
+from pipeline.config import (TrainConfig, apply_overrides, config_from_dict, config_to_dict, train_preset,
+                             with_regime)
 from pipeline.prior_stream import READ_CPUS
-from priors.regimes import REGIMES, regime_prior
+from priors.regimes import REGIMES
 from tune.spaces import STUDY_NAMES, Study, StudyName, study_space, with_seeds
 
 EXPERIMENT = "tabclustpfn-ablations"
@@ -149,13 +150,14 @@ def sweep_from_dict(data: Mapping[str, Any]) -> SweepConfig:
 
 
 def regime_base(base: TrainConfig, regime: str, study: str) -> TrainConfig:
-    """``base`` trained on regime ``regime``'s prior (:func:`priors.regimes.regime_prior`), drawn with its mechanism
-    (``kind="gmm"``). The prior study compares GMM, ZEUS and GMM+ZEUS at the regime's sizes, so there the
-    mixture's share of GMM tasks is the paper prior's (the regime prior itself makes ``mix`` all GMM)."""
-    prior = regime_prior(regime)
+    """``base`` trained on regime ``regime``'s prior (:func:`pipeline.config.with_regime`). The prior study compares
+    GMM, ZEUS and GMM+ZEUS at the regime's sizes, so there the mixture's share of GMM tasks is the paper prior's (the
+    regime prior itself makes ``mix`` all GMM)."""
+    cfg = with_regime(base, regime)
     if study == "prior":
-        prior = dataclasses.replace(prior, p_gmm=type(prior)().p_gmm)
-    return dataclasses.replace(base, stream=dataclasses.replace(base.stream, prior=prior, kind="gmm"))
+        prior = dataclasses.replace(cfg.stream.prior, p_gmm=type(cfg.stream.prior)().p_gmm)
+        cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, prior=prior))
+    return cfg
 
 
 def scoring_kind(sweep: SweepConfig) -> str:

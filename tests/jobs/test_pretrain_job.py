@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.job_scripts import load_job
 
 
@@ -26,3 +28,19 @@ def test_an_empty_register_as_logs_the_model_without_registering_it(tmp_path, tr
                    "--storage-path", str(tmp_path), "--tracking-uri", tracking_uri, "--register-as", ""])
     assert rc == 0 and (tmp_path / "r" / "model.pt").is_file()
     assert MlflowClient(tracking_uri).search_registered_models() == []
+
+
+def test_regime_trains_on_the_regime_prior_and_a_resume_keeps_the_saved_prior(tmp_path, tracking_uri, capsys):
+    from pipeline.pretrain import load_run_config
+    from priors.regimes import regime_prior
+
+    job = _job()
+    rc = job.main(["--local", "--smoke", "--regime", "amortized", "--max-steps", "1", "--set", "val_tasks=0",
+                   "--set", "stream.prior.n_rows=[60,80]", "--run-name", "r", "--storage-path", str(tmp_path),
+                   "--tracking-uri", tracking_uri, "--register-as", ""])
+    assert rc == 0
+    cfg = load_run_config(str(tmp_path), "r")
+    assert cfg.stream.kind == "gmm"  # --set applies after the regime: its N, the regime's everything else
+    assert cfg.stream.prior == dataclasses.replace(regime_prior("amortized"), n_rows=(60, 80))
+    assert job.main(["--local", "--resume", "r", "--regime", "amortized", "--storage-path", str(tmp_path)]) == 1
+    assert "--regime" in capsys.readouterr().err
