@@ -22,7 +22,8 @@ import mlflow
 from mlflow.tracking import MlflowClient
 
 from model import TabClustNet
-from model.checkpoint import save_checkpoint
+from model.checkpoint import read_checkpoint, save_checkpoint
+from model.lineage import inherited_lineage
 from pipeline.config import TrainConfig, adopt_init_checkpoint, config_from_dict, config_to_dict, flatten
 from pipeline.prior_stream import READ_CPUS, StreamFactory, resume_point, stream_execution_options
 from pipeline.tracking import setup_tracking
@@ -184,6 +185,28 @@ def _open_run(cfg: TrainConfig, options: RunOptions, run_dir: Path) -> tuple[Tra
     return cfg, uri, run_id
 
 
+def run_lineage(cfg: TrainConfig, run_name: str, step: int, state_meta: dict[str, Any],
+                mlflow_start_ms: int | None) -> dict[str, Any]:
+    """The ``lineage`` and ``total_tasks_seen`` of a finished run's checkpoint: the phases of its
+    ``init_checkpoint`` (none from scratch) and this run as the last phase, as every other way of making a
+    checkpoint records them (:mod:`model.lineage`), so ``jobs/lineage.py`` and the seed check of later
+    continuations see it. ``wall_s`` is the time since the run's MLflow run began (resumed attempts included)."""
+    lineage, inherited = (inherited_lineage(read_checkpoint(cfg.init_checkpoint)["metadata"])
+                          if cfg.init_checkpoint else ([], 0))
+    tasks = step * cfg.global_batch
+    prior = cfg.stream.prior
+    what = (f"Ray Train run ({'from ' + Path(cfg.init_checkpoint).name if cfg.init_checkpoint else 'from scratch'}"
+            f"): {cfg.stream.kind} prior, N {prior.n_rows[0]}-{prior.n_rows[1]}, D {prior.n_features[0]}-"
+            f"{prior.n_features[1]}, K {prior.n_clusters[0]}-{prior.n_clusters[1]}, {cfg.global_batch} tasks/step, "
+            f"lr {cfg.optim.lr:g}")
+    workers = int(state_meta.get("world_size", cfg.num_workers))
+    phase = {"phase": len(lineage) + 1, "run": run_name, "steps": step, "tasks": tasks, "seed": cfg.seed,
+             "wall_s": round(time.time() - mlflow_start_ms / 1000) if mlflow_start_ms else 0,
+             "device": f"{workers} Ray Train worker(s), {state_meta.get('device', 'cuda' if cfg.use_gpu else 'cpu')}",
+             "what": what}
+    return {"lineage": [*lineage, phase], "total_tasks_seen": inherited + tasks}
+
+
 def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainResult:
     """Pretrain TabClustPFN, tracked in one MLflow run; return where the final model is.
 
@@ -240,6 +263,7 @@ def pretrain(cfg: TrainConfig, options: RunOptions = RunOptions()) -> PretrainRe
             **state_meta, "step": state["step"], "tasks_seen": state["step"] * cfg.global_batch,
             "mlflow_run_id": run_id, "session_wall_time_s": time.time() - t0, "train_config": config_to_dict(cfg),
             "final_metrics": {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
+            **run_lineage(cfg, name, state["step"], state_meta, client.get_run(run_id).info.start_time),
         }
         save_checkpoint(output, net, meta)
         info = log_pyfunc_model(output, registered_model_name=options.registered_model_name or None)

@@ -44,3 +44,24 @@ def test_regime_trains_on_the_regime_prior_and_a_resume_keeps_the_saved_prior(tm
     assert cfg.stream.prior == dataclasses.replace(regime_prior("amortized"), n_rows=(60, 80))
     assert job.main(["--local", "--resume", "r", "--regime", "amortized", "--storage-path", str(tmp_path)]) == 1
     assert "--regime" in capsys.readouterr().err
+
+
+def test_a_run_records_its_lineage_phase_and_a_continuation_inherits_the_parents(tmp_path, tracking_uri):
+    from model.checkpoint import read_checkpoint
+    from pipeline.config import seeds_used
+
+    job = _job()
+    common = ["--local", "--smoke", "--set", "val_tasks=0", "--storage-path", str(tmp_path),
+              "--tracking-uri", tracking_uri, "--register-as", ""]
+    assert job.main([*common, "--max-steps", "2", "--seed", "5", "--run-name", "parent"]) == 0
+    parent = read_checkpoint(tmp_path / "parent" / "model.pt")["metadata"]
+    (phase,) = parent["lineage"]
+    assert (phase["run"], phase["steps"], phase["tasks"], phase["seed"]) == ("parent", 2, 8, 5)
+    assert "from scratch" in phase["what"] and parent["total_tasks_seen"] == 8
+
+    assert job.main([*common, "--max-steps", "1", "--seed", "6", "--run-name", "child",
+                     "--init-checkpoint", str(tmp_path / "parent" / "model.pt")]) == 0
+    child = read_checkpoint(tmp_path / "child" / "model.pt")["metadata"]
+    assert [p["run"] for p in child["lineage"]] == ["parent", "child"] and child["lineage"][0] == phase
+    assert child["total_tasks_seen"] == 8 + 4 and "from model.pt" in child["lineage"][1]["what"]
+    assert seeds_used(child) == {5, 6}  # a third run may not reuse either seed
