@@ -55,6 +55,7 @@ GPU_INIT ?= model/weights/tabclustpfn-small.pt
 gpu-continue:
 	$(GPU_PYTHON) jobs/pretrain_budget.py --device $(GPU_DEVICE) --budget-s $(GPU_BUDGET) --out $(GPU_OUT) \
 	  $(if $(GPU_INIT),--init-checkpoint $(GPU_INIT)) --seed 311 --lr 3e-4 --batch-size 64 --micro-batch 16 \
+	  --set objective.warmup_matching_steps=0 \
 	  --set stream.prior.n_rows=[200,1000] --set stream.prior.nuisance.p_noise_features=0.5 \
 	  --set stream.prior.nuisance.min_informative=1 --set stream.prior.nuisance.p_contamination=0.2 \
 	  --note "shipped weights continued at N 200-1000 with noise columns beside >= 1 informative one" $(ARGS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import math
 import numbers
 import types
@@ -24,6 +25,8 @@ from model.checkpoint import read_checkpoint
 from model.objective import ObjectiveConfig
 from priors import PriorConfig
 from priors.regimes import regime_prior
+
+logger = logging.getLogger(__name__)
 
 PriorKind = Literal["mix", "gmm", "zeus"]
 
@@ -367,5 +370,10 @@ def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
         raise ValueError(f"seed {cfg.seed} already trained --init-checkpoint {path} (its phases used seeds "
                          f"{sorted(used)}), so this run would replay the same prior tasks: pass --seed with an "
                          f"unused value, e.g. --seed {free}")
+    if cfg.objective.warmup_matching_steps > 0:
+        logger.warning("continuing %s with %d Matching+CE warm-up steps (objective.warmup_matching_steps): the "
+                       "warm-up breaks the symmetry of random weights, and on trained ones it replaces the PIN "
+                       "loss for those steps; pass --set objective.warmup_matching_steps=0 unless that is meant",
+                       path.name, cfg.objective.warmup_matching_steps)
     model_cfg = ModelConfig.from_dict(payload["model_config"])
     return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))

@@ -183,3 +183,17 @@ def test_a_continuation_refuses_a_seed_that_trained_its_parent(tmp_path, tiny_ch
     with pytest.raises(ValueError, match="replay the same prior tasks: pass --seed"):
         adopt_init_checkpoint(cfg)
     assert adopt_init_checkpoint(dataclasses.replace(cfg, seed=7)).seed == 7
+
+
+def test_a_continuation_with_a_matching_warm_up_is_warned_about(tmp_path, tiny_checkpoint, caplog):
+    from pipeline.config import adopt_init_checkpoint
+
+    parent = str(_parent(tmp_path, tiny_checkpoint, {"lineage": []}))
+    cfg = dataclasses.replace(CFG, seed=7, init_checkpoint=parent)
+    with caplog.at_level("WARNING", logger="pipeline.config"):
+        adopt_init_checkpoint(dataclasses.replace(cfg, objective=dataclasses.replace(cfg.objective,
+                                                                                     warmup_matching_steps=0)))
+        assert not caplog.records
+        adopt_init_checkpoint(dataclasses.replace(cfg, objective=dataclasses.replace(cfg.objective,
+                                                                                     warmup_matching_steps=5)))
+    assert "warmup_matching_steps=0" in caplog.text and "5 Matching+CE warm-up steps" in caplog.text
