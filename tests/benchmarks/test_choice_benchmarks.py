@@ -52,3 +52,51 @@ def test_the_choice_benchmarks_leave_autograd_on_in_the_calling_process(tmp_path
 
     main(["--tasks", "1", "--rows", "200", "300", "--out", str(tmp_path / "p")])
     assert torch.is_grad_enabled()
+
+
+def test_choose_checkpoint_applies_the_protocols_rule():
+    from benchmarks.choose_checkpoint import verdict
+
+    def p(mean, se):
+        return {"mean": mean, "se": se, "better": 0, "worse": 0}
+
+    chosen, why = verdict({
+        "gains-everywhere": {"prior": p(0.010, 0.004), "dev": p(0.001, 0.010)},
+        "gains-more-but-loses": {"prior": p(0.050, 0.010), "dev": p(-0.020, 0.010)},
+        "bigger-mean-gain": {"prior": p(0.009, 0.004), "dev": p(0.030, 0.020)},
+        "within-noise": {"prior": p(0.003, 0.004), "dev": p(-0.003, 0.004)},
+    })
+    assert chosen == "bigger-mean-gain"  # both qualify (+0.0055 and +0.0195 mean gain); the larger wins
+    assert why["gains-more-but-loses"].startswith("does not qualify: loses") and "dev" in why["gains-more-but-loses"]
+    assert why["within-noise"] == "does not qualify: gains beyond two standard errors on no set"
+    assert why["gains-everywhere"].startswith("qualifies")
+    assert verdict({"only": {"prior": p(-0.001, 0.004)}})[0] is None
+
+
+def test_choose_checkpoint_pairs_identical_weights_to_zero_and_keeps_the_baseline(tmp_path):
+    import shutil
+
+    from benchmarks.choose_checkpoint import main
+
+    twin = tmp_path / "twin.pt"
+    shutil.copy(default_checkpoint_path(), twin)
+    out = tmp_path / "choice-checkpoint"
+    chosen = main([str(twin), "--sets", "prior", "one-informative", "--prior-tasks", "2",
+                   "--one-informative-tasks", "2", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 8 and set(df["set"]) == {"prior", "one-informative"}
+    wide = df.pivot(index=["set", "table"], columns="checkpoint", values="ari")
+    assert np.allclose(wide.iloc[:, 0], wide.iloc[:, 1])  # same weights, same tables: the same answers
+    assert (df[df["set"] == "one-informative"]["D"] >= 2).all()
+    assert chosen is None
+    text = (tmp_path / "choice-checkpoint.md").read_text()
+    assert "+0.0000 +- 0.0000 | 0 / 0" in text and "Chosen: none; the baseline stays." in text
+    assert text.count("Checkpoint sha256:") == 2 and "Command: `python benchmarks/choose_checkpoint.py" in text
+
+
+def test_choose_checkpoint_refuses_a_missing_candidate_with_a_message(tmp_path, capsys):
+    from benchmarks.choose_checkpoint import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(tmp_path / "nope.pt"), "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2 and "no checkpoint at" in capsys.readouterr().err

@@ -1,0 +1,166 @@
+"""Which checkpoint to ship, chosen on development data by the decision protocol of docs/DESIGN.md.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_checkpoint.py outputs/gpu-continue/model.pt \
+        --out docs/results/choice-checkpoint
+
+Every candidate and the baseline (``--baseline``, default the shipped weights) cluster the same tables through
+``TabClustPFN`` with its defaults (4 column orderings, k-means refinement, K by expected ARI; K inferred), on the
+development sets only: ``prior`` (held-out tasks of the paper's prior, validation seeds, N 500-1000), ``noisy``
+(the same prior with pure-noise columns in half the tasks and contaminated rows in 30 %; ``priors/nuisance.py``),
+``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
+one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights) and ``dev`` (the 23 tables of
+``../shared/benchmarks/dev``). The test suites are not touched.
+
+The rule (docs/DESIGN.md, "Decision protocol"): per set, each candidate against the baseline table by table as a
+paired mean ARI difference +- its standard error; a candidate qualifies when it gains beyond two standard errors on
+a set and loses beyond one on none; of those that qualify, the one with the largest mean gain over the sets (each
+set weighted equally) is chosen. Writes ``OUT.csv`` (one row per table and checkpoint) and ``OUT.md`` (the paired
+table, the verdict, command, checkpoints' sha256, machine, date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.metrics import adjusted_rand_score  # noqa: E402
+
+from model.checkpoint import read_checkpoint  # noqa: E402
+from model.estimator import TabClustPFN, default_checkpoint_path  # noqa: E402
+from pipeline.config import StreamConfig  # noqa: E402
+from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines  # noqa: E402
+from pipeline.evaluation.suites import dev_suite, prior_frame  # noqa: E402
+from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
+
+SETS = ("prior", "noisy", "one-informative", "dev")
+GAIN_SE, LOSS_SE = 2.0, 1.0  # the protocol: gain beyond two standard errors somewhere, loss beyond one nowhere
+
+
+def tables(which: str, n_tasks: int):
+    """(name, frame, labels) of one development set, the same for every checkpoint."""
+    if which == "dev":
+        for ds in dev_suite():
+            yield ds.name, ds.features, np.asarray(ds.y)
+        return
+    stream = StreamConfig()
+    prior = dataclasses.replace(stream.prior, n_rows=(500, 1000))
+    if which == "noisy":
+        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_noise_features=0.5,
+                                                                        p_contamination=0.3))
+    elif which == "one-informative":
+        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(
+            prior.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
+    elif which != "prior":
+        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
+    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks)):
+        yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
+def paired(baseline: pd.Series, candidate: pd.Series) -> dict[str, float]:
+    """Candidate minus baseline on the same tables: mean, standard error, tables better and worse."""
+    d = (candidate - baseline).to_numpy(float)
+    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+    return {"mean": float(d.mean()), "se": se, "better": int((d > 1e-9).sum()), "worse": int((d < -1e-9).sum())}
+
+
+def verdict(diffs: dict[str, dict[str, dict[str, float]]]) -> tuple[str | None, dict[str, str]]:
+    """The protocol's choice from ``diffs[candidate][set] = paired(...)``: (the chosen candidate or None, a
+    reason per candidate)."""
+    reasons, qualified = {}, {}
+    for cand, per_set in diffs.items():
+        gains = [s for s, p in per_set.items() if p["mean"] > GAIN_SE * p["se"]]
+        losses = [s for s, p in per_set.items() if p["mean"] < -LOSS_SE * p["se"]]
+        mean_gain = float(np.mean([p["mean"] for p in per_set.values()]))
+        if losses:
+            reasons[cand] = f"does not qualify: loses beyond one standard error on {', '.join(losses)}"
+        elif not gains:
+            reasons[cand] = "does not qualify: gains beyond two standard errors on no set"
+        else:
+            qualified[cand] = mean_gain
+            reasons[cand] = (f"qualifies: gains beyond two standard errors on {', '.join(gains)}, loses beyond one "
+                             f"on none; mean gain over the sets {mean_gain:+.4f}")
+    chosen = max(qualified, key=qualified.get) if qualified else None
+    return chosen, reasons
+
+
+def score(checkpoints: list[str], sets: list[str], n_tasks: dict[str, int]) -> pd.DataFrame:
+    estimators = {c: TabClustPFN(checkpoint=c, random_state=0) for c in checkpoints}  # one network load each
+    rows = []
+    for which in sets:
+        for name, frame, y in tables(which, n_tasks.get(which, 0)):
+            for c, est in estimators.items():
+                est.fit(frame)
+                rows.append({"set": which, "table": name, "checkpoint": c, "N": len(y), "D": frame.shape[1],
+                             "K": len(np.unique(y)), "ari": adjusted_rand_score(y, est.labels_),
+                             "k_pred": int(est.n_clusters_)})
+        print(f"{which}: {sum(r['set'] == which for r in rows) // len(checkpoints)} tables", flush=True)
+    return pd.DataFrame(rows)
+
+
+def report(df: pd.DataFrame, baseline: str, candidates: list[str]) -> tuple[list[str], str | None]:
+    lines = ["| set | tables | checkpoint | median ARI | against the baseline (mean +- s.e.) | better / worse | "
+             "mean abs K error |", "|---|---|---|---|---|---|---|"]
+    diffs: dict[str, dict[str, dict[str, float]]] = {c: {} for c in candidates}
+    for which, part in df.groupby("set", sort=False):
+        wide = part.pivot(index="table", columns="checkpoint", values="ari")
+        for c in [baseline, *candidates]:
+            rows = part[part.checkpoint == c]
+            kerr = (rows.k_pred - rows.K).abs().mean()
+            if c == baseline:
+                lines.append(f"| {which} | {len(rows)} | {label(c)} (baseline) | {rows.ari.median():.3f} | - | - | "
+                             f"{kerr:.2f} |")
+                continue
+            p = diffs[c][which] = paired(wide[baseline], wide[c])
+            lines.append(f"| {which} | {len(rows)} | {label(c)} | {rows.ari.median():.3f} | {p['mean']:+.4f} +- "
+                         f"{p['se']:.4f} | {p['better']} / {p['worse']} | {kerr:.2f} |")
+    chosen, reasons = verdict(diffs)
+    lines += ["", *[f"- {label(c)}: {reasons[c]}." for c in candidates], "",
+              f"Chosen: {label(chosen)}." if chosen else "Chosen: none; the baseline stays."]
+    return lines, chosen
+
+
+def label(path: str) -> str:
+    """A checkpoint's name in the tables: its path and the first 12 hex digits of its weights' sha256."""
+    return f"`{path}` ({read_checkpoint(path)['sha256'][:12]})"
+
+
+def main(argv=None) -> str | None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("candidates", nargs="+", help="candidate checkpoints")
+    ap.add_argument("--baseline", default=str(default_checkpoint_path()), help="default: the shipped weights")
+    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
+    ap.add_argument("--prior-tasks", type=int, default=400)
+    ap.add_argument("--noisy-tasks", type=int, default=200)
+    ap.add_argument("--one-informative-tasks", type=int, default=200)
+    ap.add_argument("--out", default="docs/results/choice-checkpoint")
+    args = ap.parse_args(argv)
+    for path in [args.baseline, *args.candidates]:
+        if not Path(path).is_file():
+            ap.error(f"no checkpoint at {path}: give the model.pt of a finished run")
+    if args.baseline in args.candidates:
+        ap.error("the baseline is also a candidate: compare it with other checkpoints")
+    n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks}
+    df = score([args.baseline, *args.candidates], args.sets, n_tasks)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    df.to_csv(args.out + ".csv", index=False)
+    table, chosen = report(df, args.baseline, args.candidates)
+    given = sys.argv[1:] if argv is None else list(argv)
+    lines = ["# Checkpoint choice on development data (K inferred, the estimator's defaults)", "", *table, "",
+             PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_checkpoint.py " + " ".join(given) + "`",
+             *[f"{checkpoint_line(c)} ({c})" for c in [args.baseline, *args.candidates]], *machine_lines()]
+    with open(args.out + ".md", "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return chosen
+
+
+if __name__ == "__main__":
+    main()
