@@ -8,8 +8,8 @@ Every candidate and the baseline (``--baseline``, default the shipped weights) c
 development sets only: ``prior`` (held-out tasks of the paper's prior, validation seeds, N 500-1000), ``noisy``
 (the same prior with pure-noise columns in half the tasks and contaminated rows in 30 %; ``priors/nuisance.py``),
 ``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
-one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights) and ``dev`` (the 23 tables of
-``../shared/benchmarks/dev``). The test suites are not touched.
+one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights) and ``dev``
+(the 23 tables of ``../shared/benchmarks/dev``). The test suites are not touched.
 
 The rule (docs/DESIGN.md, "Decision protocol"): per set, each candidate against the baseline table by table as a
 paired mean ARI difference +- its standard error; a candidate qualifies when it gains beyond two standard errors on
