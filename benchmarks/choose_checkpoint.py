@@ -129,7 +129,8 @@ def report(df: pd.DataFrame, baseline: str, candidates: list[str]) -> tuple[list
 
 def label(path: str) -> str:
     """A checkpoint's name in the tables: its path and the first 12 hex digits of its weights' sha256."""
-    return f"`{path}` ({read_checkpoint(path)['sha256'][:12]})"
+    shown = os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd()) else path
+    return f"`{shown}` ({read_checkpoint(path)['sha256'][:12]})"
 
 
 def main(argv=None) -> str | None:
@@ -155,7 +156,7 @@ def main(argv=None) -> str | None:
     given = sys.argv[1:] if argv is None else list(argv)
     lines = ["# Checkpoint choice on development data (K inferred, the estimator's defaults)", "", *table, "",
              PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_checkpoint.py " + " ".join(given) + "`",
-             *[f"{checkpoint_line(c)} ({c})" for c in [args.baseline, *args.candidates]], *machine_lines()]
+             *[f"{label(c)}: {checkpoint_line(c)}" for c in [args.baseline, *args.candidates]], *machine_lines()]
     with open(args.out + ".md", "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
