@@ -180,12 +180,17 @@ def _task_matrix(records: Sequence[dict[str, Any]], key: str) -> np.ndarray | No
     return np.mean([[float(t[key]) for t in r] for r in rows], axis=0)
 
 
-def paired_task_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Mean of ``a - b`` over tasks and the two-sided Wilcoxon signed-rank p (1.0 when every pair is equal)."""
+def paired_task_test(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over tasks, the two-sided Wilcoxon signed-rank p (1.0 when every pair is equal) and the
+    rank-biserial ``(R+ - R-) / (R+ + R-)`` of the nonzero differences: the direction the test found, which the mean
+    need not share (many small differences one way, a few large ones the other)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if not np.any(d != 0):
-        return float(d.mean()) if len(d) else math.nan, 1.0
-    return float(d.mean()), float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
+        return float(d.mean()) if len(d) else math.nan, 1.0, 0.0
+    nonzero = d[d != 0]
+    ranks = sps.rankdata(np.abs(nonzero))
+    r = float((ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum()) / ranks.sum())
+    return float(d.mean()), float(sps.wilcoxon(d, zero_method="wilcox").pvalue), r
 
 
 def paired_seed_test(a: dict[int, float], b: dict[int, float]) -> tuple[float, float, int]:
@@ -207,7 +212,8 @@ def study_stats(records: Sequence[dict[str, Any]], study: Study, base_seed: int 
     Columns: ``variant``, ``n`` (finished seeds), ``<metric>_mean|_lo|_hi`` (95 % t interval over seeds) for each of
     :data:`INTERVAL_METRICS` measured, and against the paper's choice, per paired score ``s`` of :data:`PAIRED`
     (``ari``, ``k_abs_err``): ``d_task_<s>`` (mean over held-out tasks of the variant's minus the choice's score,
-    each averaged over seeds), ``p_task_<s>`` (Wilcoxon signed-rank over the tasks), ``d_seed_<s>``/``p_seed_<s>``
+    each averaged over seeds), ``p_task_<s>`` (Wilcoxon signed-rank over the tasks), ``r_task_<s>`` (its direction,
+    :func:`paired_task_test`), ``d_seed_<s>``/``p_seed_<s>``
     (paired t over run seeds of the summary metric, e.g. ``syn_ari``). The choice's own row has NaN tests.
     """
     done = [r for r in records if r.get("status") == "finished"]
@@ -223,13 +229,13 @@ def study_stats(records: Sequence[dict[str, Any]], study: Study, base_seed: int 
             if vals:
                 row[f"{m}_mean"], row[f"{m}_lo"], row[f"{m}_hi"] = t_interval(vals)
         for key, (summary, _, _, _) in PAIRED.items():
-            row[f"d_task_{key}"] = row[f"p_task_{key}"] = math.nan
+            row[f"d_task_{key}"] = row[f"p_task_{key}"] = row[f"r_task_{key}"] = math.nan
             row[f"d_seed_{key}"] = row[f"p_seed_{key}"] = math.nan
             if variant == study.choice or not recs or not ref:
                 continue
             mine, theirs = _task_matrix(recs, key), _task_matrix(ref, key)
             if mine is not None and theirs is not None and len(mine) == len(theirs):
-                row[f"d_task_{key}"], row[f"p_task_{key}"] = paired_task_test(mine, theirs)
+                row[f"d_task_{key}"], row[f"p_task_{key}"], row[f"r_task_{key}"] = paired_task_test(mine, theirs)
             by_seed = {_seed(r, base_seed): float(r["metrics"].get(summary, math.nan)) for r in recs}
             ref_seed = {_seed(r, base_seed): float(r["metrics"].get(summary, math.nan)) for r in ref}
             row[f"d_seed_{key}"], row[f"p_seed_{key}"], _ = paired_seed_test(by_seed, ref_seed)
@@ -259,6 +265,11 @@ def verdict(stats: pd.DataFrame, study: Study, alpha: float = ALPHA) -> str:
         d, p = row.get(f"d_task_{key}", math.nan), row.get(f"p_task_{key}", math.nan)
         ps = row.get(f"p_seed_{key}", math.nan)
         seeds = f", seeds p = {ps:.2g}" if math.isfinite(ps) else ""
+        r = row.get(f"r_task_{key}", math.nan)  # NaN in tables written before it was kept: the mean's sign decides
+        if math.isfinite(p) and p < alpha and math.isfinite(r) and not r * d > 0:
+            tied.append(f"{row['variant']} (tasks p = {p:.2g}{seeds}, but the mean difference and the signed ranks "
+                        "point in opposite directions)")
+            continue
         if not math.isfinite(p) or p >= alpha:
             tied.append(f"{row['variant']} (tasks p = {p:.2g}{seeds})" if math.isfinite(p)
                         else f"{row['variant']} (untested)")

@@ -108,6 +108,21 @@ def test_means_in_the_paper_order_against_a_task_test_that_is_not_are_not_called
     assert "is worse than Additive" in sentence and "does not hold" not in sentence
     assert "the task test against Additive goes the other way, so the ordering is not confirmed" in sentence
 
+
+def test_a_mean_and_a_signed_rank_test_that_disagree_in_direction_name_no_winner(coupling):
+    """Additive loses a little on most tasks and wins big on a few: its mean difference is positive, the significant
+    Wilcoxon test says it is lower on most tasks, so neither variant may be called the better one."""
+    records = _records(shift=0.0)
+    delta = np.where(np.arange(N_TASKS) < 34, -0.01, 0.3)
+    for ref, rec in zip(records[:3], records[3:]):
+        rec["task_scores"] = [{**t, "ari": t["ari"] + float(x)} for t, x in zip(ref["task_scores"], delta)]
+    stats = study_stats(records, coupling).set_index("variant")
+    assert stats.loc["Additive", "d_task_ari"] > 0 and stats.loc["Additive", "p_task_ari"] < 0.05
+    assert stats.loc["Additive", "r_task_ari"] < 0
+    sentence = verdict(stats.reset_index(), coupling)
+    assert "is worse than" not in sentence and "is better than" not in sentence
+    assert "not separated from Additive" in sentence and "opposite directions" in sentence
+
 def test_paired_seed_test_pairs_by_seed_only():
     d, p, n = paired_seed_test({0: 0.5, 1: 0.6, 2: 0.8, 7: 9.0}, {0: 0.4, 1: 0.4, 2: 0.5})
     assert n == 3 and d == pytest.approx(0.2) and p == pytest.approx(sps.ttest_rel([0.5, 0.6, 0.8],
