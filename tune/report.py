@@ -212,9 +212,9 @@ def study_stats(records: Sequence[dict[str, Any]], study: Study, base_seed: int 
     Columns: ``variant``, ``n`` (finished seeds), ``<metric>_mean|_lo|_hi`` (95 % t interval over seeds) for each of
     :data:`INTERVAL_METRICS` measured, and against the paper's choice, per paired score ``s`` of :data:`PAIRED`
     (``ari``, ``k_abs_err``): ``d_task_<s>`` (mean over held-out tasks of the variant's minus the choice's score,
-    each averaged over seeds), ``p_task_<s>`` (Wilcoxon signed-rank over the tasks), ``r_task_<s>`` (its direction,
-    :func:`paired_task_test`), ``d_seed_<s>``/``p_seed_<s>``
-    (paired t over run seeds of the summary metric, e.g. ``syn_ari``). The choice's own row has NaN tests.
+    each averaged over the seeds both finished), ``p_task_<s>`` (Wilcoxon signed-rank over the tasks),
+    ``r_task_<s>`` (its direction, :func:`paired_task_test`), ``d_seed_<s>``/``p_seed_<s>`` (paired t over run seeds
+    of the summary metric, e.g. ``syn_ari``). The choice's own row has NaN tests.
     """
     done = [r for r in records if r.get("status") == "finished"]
     order = _variant_order(study) or list(dict.fromkeys(study.variant(r.get("overrides", {})) for r in records))
@@ -233,7 +233,10 @@ def study_stats(records: Sequence[dict[str, Any]], study: Study, base_seed: int 
             row[f"d_seed_{key}"] = row[f"p_seed_{key}"] = math.nan
             if variant == study.choice or not recs or not ref:
                 continue
-            mine, theirs = _task_matrix(recs, key), _task_matrix(ref, key)
+            # Seed means over the run seeds both finished, so a failed seed does not unpair the variants.
+            both = {_seed(r, base_seed) for r in recs} & {_seed(r, base_seed) for r in ref}
+            mine = _task_matrix([r for r in recs if _seed(r, base_seed) in both], key)
+            theirs = _task_matrix([r for r in ref if _seed(r, base_seed) in both], key)
             if mine is not None and theirs is not None and len(mine) == len(theirs):
                 row[f"d_task_{key}"], row[f"p_task_{key}"], row[f"r_task_{key}"] = paired_task_test(mine, theirs)
             by_seed = {_seed(r, base_seed): float(r["metrics"].get(summary, math.nan)) for r in recs}

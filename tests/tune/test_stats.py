@@ -123,6 +123,19 @@ def test_a_mean_and_a_signed_rank_test_that_disagree_in_direction_name_no_winner
     assert "is worse than" not in sentence and "is better than" not in sentence
     assert "not separated from Additive" in sentence and "opposite directions" in sentence
 
+
+def test_the_task_test_averages_only_the_seeds_both_variants_finished(coupling):
+    """Additive's seed 2 failed; decoupled's seed 2 scored far lower on every task. Paired on seeds 0 and 1 the
+    variants are identical; averaging decoupled over all three seeds would call additive better."""
+    records = _records(shift=0.0)
+    for ref, rec in zip(records[:3], records[3:]):
+        rec["task_scores"], rec["metrics"] = ref["task_scores"], dict(ref["metrics"])
+    records[2]["task_scores"] = [{**t, "ari": t["ari"] - 0.3} for t in records[2]["task_scores"]]
+    records[5]["status"] = "failed"
+    stats = study_stats(records, coupling).set_index("variant")
+    assert list(stats["n"]) == [2, 3]
+    assert stats.loc["Additive", "d_task_ari"] == 0.0 and stats.loc["Additive", "p_task_ari"] == 1.0
+
 def test_paired_seed_test_pairs_by_seed_only():
     d, p, n = paired_seed_test({0: 0.5, 1: 0.6, 2: 0.8, 7: 9.0}, {0: 0.4, 1: 0.4, 2: 0.5})
     assert n == 3 and d == pytest.approx(0.2) and p == pytest.approx(sps.ttest_rel([0.5, 0.6, 0.8],
