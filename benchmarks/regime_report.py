@@ -318,8 +318,11 @@ def amortized_report(run_dir: str | Path, out_dir: str | Path, *, n_boot: int = 
     lines += ["Paired ARI comparison with TabClustPFN on the same tasks:", "", paired_table(summary), "",
               "## Beside the paper", "",
               "The paper's rows are its Tab. 3 (its own test draws, machine and timing); the measured rows "
-              "are this repository's shipped checkpoint on this suite. The paper's DAC, NCP and PFN rows were "
-              "trained on this regime; TabClustPFN (both here and in the paper) was not.", "",
+              "are this repository's methods on this suite's tasks"
+              + (", TabClustPFN with the shipped checkpoint" if shipped else ", TabClustPFN with this run's "
+                 "--checkpoint") + (" (the other checkpoints' rows are named above)" if extra_lines else "")
+              + ". The paper's DAC, NCP and PFN rows were trained on this regime"
+              + ("; TabClustPFN (both here and in the paper) was not." if shipped else "."), "",
               "| source | method | ARI | k-MAE | k-Acc | ms per task |", "|---|---|---|---|---|---|"]
     for _, r in measured.iterrows():
         lines.append(f"| this repo | {r['method']} | {_fmt(r['ari'], 4)} | {_fmt(r['k_mae'], 1)} | "
@@ -433,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"with another --checkpoint) as method LABEL; the label {PLACEHOLDER!r} fills the "
                         "amortized table's placeholder row")
     args = p.parse_args(argv)
+    if args.bootstrap < 1:
+        p.error(f"--bootstrap must be at least 1, got {args.bootstrap}")
     try:
         if args.suite == "amortized":
             files = amortized_report(args.run_dir, args.out, n_boot=args.bootstrap, machine_note=args.machine_note,

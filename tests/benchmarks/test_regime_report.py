@@ -107,8 +107,24 @@ def test_another_checkpoints_run_fills_the_placeholder_row(rr, tmp_path):
     assert table.at[rr.PLACEHOLDER, "ref_win_rate"] == 1.0  # the main run scores twice its ARI on every task
     md = files[0].read_text()
     assert "_pending_" not in md and "--checkpoint-run" in md.splitlines()[2] and "pfn.pt" in md
+    # the main run names no shipped checkpoint: the text beside the paper must not call it the shipped one
+    beside = md.split("## Beside the paper")[1]
+    assert "shipped" not in beside and "this run's --checkpoint" in beside and "named above" in beside
     with pytest.raises(ValueError, match="LABEL=DIR"):
         rr.amortized_report(main, tmp_path / "docs", checkpoint_runs=[str(other)])
+    (main / "results.md").write_text("Checkpoint: `shipped`; seed 0.\n")
+    md = rr.amortized_report(main, tmp_path / "docs", n_boot=50)[0].read_text()
+    beside = md.split("## Beside the paper")[1]
+    assert "TabClustPFN with the shipped checkpoint" in beside and "TabClustPFN (shipped, zero-shot)" in beside
+
+
+def test_cli_refuses_a_bootstrap_of_zero_without_a_traceback(rr, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    _long(np.random.default_rng(4), 5).assign(suite="amortized").to_csv(run / "results.csv", index=False)
+    with pytest.raises(SystemExit) as exc:
+        rr.main(["amortized", str(run), "--out", str(tmp_path / "docs"), "--bootstrap", "0"])
+    assert exc.value.code == 2 and "--bootstrap must be at least 1" in capsys.readouterr().err
 
 
 @pytest.mark.slow
