@@ -320,6 +320,30 @@ def write_outputs(tasks: pd.DataFrame, out: Path, header: list[str], n_boot: int
     return paths
 
 
+def _read_tasks(parser: argparse.ArgumentParser, args: argparse.Namespace) -> pd.DataFrame:
+    """The per-task file of ``--from-tasks``; sets ``args.tasks``, ``args.tasks_large``, ``args.k`` and
+    ``args.true_k`` to the file's, so that the header states the rendered run, not this call's defaults."""
+    path = Path(args.from_tasks)
+    if not path.is_file():
+        parser.error(f"--from-tasks {path}: no such file")
+    tasks = pd.read_csv(path)
+    needed = {"axis", "n_rows", "n_features", "k_true", "task", "method", "ari", "k_pred", "seconds"}
+    if tasks.empty or not needed <= set(tasks.columns):
+        parser.error(f"--from-tasks {path}: not a per-task file of this script (columns {sorted(needed)})")
+    counts = tasks.drop_duplicates(["axis", "n_rows", "n_features", "task"]).groupby(
+        ["axis", "n_rows", "n_features"]).size()
+    large = counts.index.get_level_values("n_rows") >= args.large_from
+    small_n, large_n = set(counts[~large]), set(counts[large])
+    if len(small_n) > 1 or len(large_n) > 1 or tasks["k_true"].nunique() > 1:
+        parser.error(f"--from-tasks {path}: tasks per cell {sorted(small_n)} below N = {args.large_from} and "
+                     f"{sorted(large_n)} from it, K {sorted(tasks['k_true'].unique())}; pass the run's --large-from")
+    args.tasks = int(next(iter(small_n or large_n)))
+    args.tasks_large = int(next(iter(large_n))) if large_n else args.tasks
+    args.k = int(tasks["k_true"].iloc[0])
+    args.true_k = bool({PFN_TRUE, KM_TRUE} & set(tasks["method"]))
+    return tasks
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="docs/results", help="output folder (default: %(default)s)")
@@ -348,6 +372,11 @@ def main(argv: list[str] | None = None) -> int:
                         "every method run is taken from it instead of clustered again (same seeds, same settings)")
     p.add_argument("--command", default=None, help="the command line written in the report (default: argv)")
     args = p.parse_args(argv)
+    if args.bootstrap < 1:
+        p.error(f"--bootstrap must be at least 1, got {args.bootstrap}")
+    from_tasks = None
+    if args.from_tasks:
+        from_tasks = _read_tasks(p, args)
 
     import torch
 
@@ -393,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "True K (TabClustPFN*, KMeans*): " + ("the same methods given K." if args.true_k else "not run.") + "  ",
     ]
     if args.from_tasks:
-        tasks = pd.read_csv(args.from_tasks)
+        tasks = from_tasks
         header.append(f"Tables and figures rendered from `{args.from_tasks}` by: `PYTHONPATH=. .venv/bin/python "
                       f"benchmarks/ood_curves.py {shlex.join(sys.argv[1:] if argv is None else argv)}`  ")
     else:

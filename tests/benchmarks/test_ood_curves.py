@@ -100,3 +100,18 @@ def test_from_tasks_rewrites_the_same_summary(oc, run, tmp_path):
     assert oc.main(argv + ["--from-tasks", str(out / "ood-curves-tasks.csv")]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(again / "ood-curves.csv"), pd.read_csv(out / "ood-curves.csv"),
                                   check_exact=False, rtol=1e-4, atol=1e-5)
+
+
+def test_from_tasks_states_the_files_task_counts_not_the_defaults(oc, run, tmp_path, capsys):
+    out, _ = run
+    again = tmp_path / "plain"
+    assert oc.main(["--from-tasks", str(out / "ood-curves-tasks.csv"), "--large-from", "1000", "--out",
+                    str(again)]) == 0
+    md = (again / "ood-curves.md").read_text()
+    assert "K = 4 fixed" in md and "; 3 tasks per cell, 2 from N = 1000 on." in md  # not the default 30
+    assert "True K (TabClustPFN*, KMeans*): the same methods given K." in md
+    for bad, message in ((["--from-tasks", str(tmp_path / "missing.csv")], "no such file"),
+                         (["--bootstrap", "0"], "--bootstrap must be at least 1")):
+        with pytest.raises(SystemExit) as exc:
+            oc.main(bad + ["--out", str(tmp_path / "x")])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
