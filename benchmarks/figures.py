@@ -438,8 +438,8 @@ def _representation_reading(reps: list[RepresentationRow]) -> str:
             "features, the encoder has made them easier to find; where the true colours mix in R, no decoder "
             "can recover them. The table below gives the true clusters' silhouette in each stage's full space "
             f"(not the PCA): R separates them better than the raw features (by > 0.02) on {better} of "
-            f"{len(reps)} tables, worse on {worse}. Tables: " + ", ".join(f"{r.name} ({r.detail}, K chosen {r.k_hat}, ARI {r.ari:.2f})"
-                                                      for r in reps) + ".")
+            f"{len(reps)} tables, worse on {worse}. Tables: "
+            + ", ".join(f"{r.name} ({r.detail}, K chosen {r.k_hat}, ARI {r.ari:.2f})" for r in reps) + ".")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,6 +473,15 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     from pipeline.batch_cluster import load_estimator
     from pipeline.evaluation.report import provenance_lines
 
+    if args.tasks < 1:
+        print(f"error: --tasks must be at least 1, got {args.tasks}", file=sys.stderr)
+        return 1
+    try:  # the tables first: a wrong folder or name fails now, not after the held-out tasks' minutes
+        dev = dev_suite(args.benchmarks_dir, args.dev_names)
+        rep_tables = representation_tables(args.rep_prior, args.benchmarks_dir, list(args.rep_dev))
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     ckpt_path = Path(args.checkpoint) if args.checkpoint else default_checkpoint_path()
     sha = read_checkpoint(ckpt_path)["sha256"]
     estimator = load_estimator(args.checkpoint, None, 0)
@@ -480,7 +489,6 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logger.info("held-out prior tasks: %d", args.tasks)
     held = k_calibration("Held-out prior tasks", *held_out_posteriors(args.tasks, args.checkpoint),
                          n_boot=args.bootstrap)
-    dev = dev_suite(args.benchmarks_dir, args.dev_names)
     logger.info("dev tables: %d", len(dev))
     dev_cal = k_calibration("Development tables", *table_posteriors(dev, estimator), n_boot=args.bootstrap)
     panels = [held, dev_cal]
@@ -494,8 +502,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
 
     logger.info("representations")
     net = load_checkpoint(ckpt_path)[0]
-    reps = [representation_row(ds, estimator, net)
-            for ds in representation_tables(args.rep_prior, args.benchmarks_dir, list(args.rep_dev))]
+    reps = [representation_row(ds, estimator, net) for ds in rep_tables]
     plot_representations(reps, out / "representations.png")
 
     command = "PYTHONPATH=. .venv/bin/python benchmarks/figures.py" + (
@@ -504,7 +511,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
                    args.bootstrap, time.perf_counter() - start)
     for cal in panels:
         print(f"{cal.label}: n={cal.n} ECE {_fmt_ci(cal.ece, cal.ece_ci)} "
-              f"top-K {_fmt_ci(cal.accuracy, cal.accuracy_ci)} mean p {cal.mean_conf:.3f} {ALPHA:.0%}-set coverage {_fmt_ci(cal.coverage, cal.coverage_ci)}")
+              f"top-K {_fmt_ci(cal.accuracy, cal.accuracy_ci)} mean p {cal.mean_conf:.3f} "
+              f"{ALPHA:.0%}-set coverage {_fmt_ci(cal.coverage, cal.coverage_ci)}")
     print(f"wrote {out} in {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -92,3 +92,17 @@ def test_a_tiny_run_writes_every_figure_and_sane_numbers(tmp_path):
         part = tasks[tasks["tables"] == label]
         assert acc == pytest.approx((part["k_top"] == part["k_true"]).mean(), abs=5e-4)
     assert "amortized_" in text and "blobs_a" in text
+
+
+@pytest.mark.timeout(60)
+def test_a_wrong_benchmarks_folder_or_table_is_an_error_message_before_any_scoring(tmp_path, capsys):
+    dev = tmp_path / "bench" / "dev"
+    dev.mkdir(parents=True)
+    y = np.repeat(np.arange(2), 10)
+    pd.DataFrame({"f0": np.arange(20.0), "f1": np.ones(20) * y, "target": y}).to_parquet(dev / "only.parquet")
+    for extra, message in ((["--benchmarks-dir", str(tmp_path / "nowhere")], "benchmark folder not found"),
+                           (["--benchmarks-dir", str(tmp_path / "bench"), "--rep-dev", "nope"], "'nope'"),
+                           (["--tasks", "0"], "--tasks must be at least 1")):
+        assert main(["--tasks", "2", "--out", str(tmp_path / "figures"), *extra]) == 1
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "figures").exists()
