@@ -64,11 +64,24 @@ class _Column:
     index: int
     name: str
     categorical: bool
-    center: float = 0.0  # numeric: mean after imputation
-    scale: float = 1.0  # numeric: standard deviation after imputation
+    unit_center: float = 0.0  # numeric: mean after imputation, in units of ``unit``
+    unit_scale: float = 1.0  # numeric: standard deviation after imputation, in units of ``unit``
     fill: float = 0.0  # numeric: median; categorical: most frequent code
     categories: tuple = ()  # categorical: kept values, code = position
     other_code: int | None = None  # categorical: code of pooled rare/unseen values, if any
+    # numeric: the column's largest magnitude. The moments are kept relative to it, so that neither a column near
+    # the float64 range (x - mean overflows) nor one of subnormal numbers (mean * std underflows to 0) breaks z-scores
+    unit: float = 1.0
+
+    @property
+    def center(self) -> float:
+        """Mean after imputation, in the column's own units."""
+        return self.unit_center * self.unit
+
+    @property
+    def scale(self) -> float:
+        """Standard deviation after imputation, in the column's own units (0.0 if it underflows float64)."""
+        return self.unit_scale * self.unit
 
 
 def _column_label(name: Any, j: int) -> str:
@@ -269,11 +282,13 @@ class TablePreprocessor:
         # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the
         # test for "constant" is relative to the column's own unit (a spread of 1e-13 in a column of 1e-13 counts)
         top = float(np.abs(filled).max())
-        unit = filled / top if top > 0 else filled
+        if not top > 0:
+            return "constant"
+        unit = filled / top
         mean, std = float(unit.mean()), float(unit.std())
         if not std > 1e-12:
             return "constant"
-        return _Column(j, label, False, center=mean * top, scale=std * top, fill=median)
+        return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top)
 
     def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
         missing = pd.isna(values)
@@ -386,10 +401,8 @@ class TablePreprocessor:
                 out[:, i] = codes
             else:
                 filled = np.where(np.isnan(values), col.fill, values)
-                with np.errstate(over="ignore", invalid="ignore"):
-                    z = (filled - col.center) / col.scale
-                if not np.isfinite(z).all():  # near the float64 range x - center overflows: divide first
-                    z = filled / col.scale - col.center / col.scale
+                with np.errstate(over="ignore"):  # a new row far outside the column's unit: +-inf, clipped below
+                    z = (filled / col.unit - col.unit_center) / col.unit_scale
                 out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
         return out
 

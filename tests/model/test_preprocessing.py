@@ -281,3 +281,12 @@ def test_values_near_the_float64_range_and_extreme_new_rows_stay_finite():
     np.testing.assert_allclose(Z[:, 0].std(), 1.0, atol=1e-6)
     far, _ = pre.transform(pd.DataFrame({"x": [1e308], "y": [1e300]}))
     assert np.isfinite(far).all() and far[0, 1] == 1e6
+
+
+def test_a_column_of_subnormal_numbers_gets_z_scores_not_a_division_by_zero():
+    tiny = np.finfo(np.float64).smallest_subnormal
+    pre = TablePreprocessor().fit(np.array([[0.0], [0.0], [tiny], [tiny]]))
+    Z, _ = pre.transform(np.array([[0.0], [tiny], [1.0]]))
+    assert pre.columns_[0].scale == 0.0  # in the column's own units the spread underflows float64 ...
+    assert Z[1, 0] - Z[0, 0] == pytest.approx(2.0, rel=1e-6)  # ... yet 0 and tiny are 2 SD apart (std 0.5 tiny)
+    assert np.isfinite(Z).all() and Z[2, 0] == pytest.approx(1e6)  # a value far outside the column is clipped
