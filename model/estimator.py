@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from numbers import Integral
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import DEFAULT_REFINE, REFINES, Centroids, design, lloyd, one_hot_widths, refine_candidates
 from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS, select_k
+from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import _check_feature_names
@@ -89,13 +90,24 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         (+0.030 +- 0.009 ARI on prior tasks with noise columns, +0.025 +- 0.019 on the 23 development tables,
         -0.003 +- 0.005 on clean prior tasks; ``docs/results/choice-refine.md``). ``"none"``: the network's
         partitions as they are (the paper's).
+    allow_single_cluster : bool, default=False
+        With ``n_clusters=None``, answer one cluster (``n_clusters_ = 1``, every label 0) when the table looks like
+        a single Gaussian mode: its ``structure_score_`` is above ``single_cluster_z``. The network itself always
+        partitions into K >= 2. Off by default, by the decision protocol (``docs/results/choice-structure.md``): on
+        development data it answers one cluster for 158 of 200 one-mode tables (ARI 0 -> 1) but also for 80 of
+        400 prior tables with K >= 2 (-0.055 +- 0.008 ARI over the set), 63 of 200 with noise columns and
+        contaminated rows (-0.095 +- 0.014) and 5 of the 23 development tables (-0.024 +- 0.016). Heavy tails and
+        coarse levels read as one mode; a skewed single mode reads as structure.
+    single_cluster_z : float, default=model.structure.DEFAULT_SINGLE_CLUSTER_Z
+        With ``allow_single_cluster=True``, the ``structure_score_`` above which the answer is one cluster
+        (chosen on development data; lower answers one cluster more often, ``inf`` never).
 
     Attributes
     ----------
     labels_ : ndarray of int64, shape (n_samples,)
         Cluster of each row: the argmax of ``probabilities_``.
     n_clusters_ : int
-        The K used (given, or chosen from ``k_posterior_``).
+        The K used (given, chosen from ``k_posterior_``, or 1 by ``allow_single_cluster``).
     probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
         Soft assignment of each row; column j is cluster j of ``labels_``.
     k_posterior_ : dict[int, float]
@@ -105,6 +117,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI of each
         candidate, refined with ``refine="kmeans"``, under the posterior renormalised over the K allowed; -inf for
         K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is given.
+    structure_score_ : float
+        With ``allow_single_cluster=True`` and ``n_clusters=None``: how far the table's best two-way split is from
+        that of one Gaussian with its covariance, in standard deviations of the latter (:mod:`model.structure`;
+        strongly negative: cluster structure, near 0 or above: consistent with one mode). NaN otherwise.
     n_estimators_ : int
         Column orderings used (``n_estimators``, or all D! orderings of a table with fewer).
     context_indices_ : ndarray of int64
@@ -161,11 +177,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "max_clusters": [Interval(Integral, None, None, closed="neither"), None],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "refine": [StrOptions(set(REFINES))],
+        "allow_single_cluster": ["boolean"],
+        "single_cluster_z": [Interval(Real, None, None, closed="both")],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
                  batch_rows=1024, k_selection=DEFAULT_K_SELECTION, max_clusters=None,
-                 n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE):
+                 n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
+                 single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -176,6 +195,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.max_clusters = max_clusters
         self.n_estimators = n_estimators
         self.refine = refine
+        self.allow_single_cluster = allow_single_cluster
+        self.single_cluster_z = single_cluster_z
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -266,6 +287,15 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | None = refined[k - 2]
+        self.structure_score_ = float("nan")
+        if self.n_clusters is None and self.allow_single_cluster:
+            self._widths = one_hot_widths(Z, cat_mask)
+            rows = design(Z[ctx], cat_mask, self._widths)
+            two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)
+            self.structure_score_ = structure_test(rows, two).z
+            if self.structure_score_ > self.single_cluster_z:  # one mode: every row to the one mean
+                k, self._perms = 1, perms[:, 0, :1]
+                self._centroids = Centroids(rows.mean(0, keepdims=True), max(float(rows.var(0).mean()), 1e-12))
         if self._centroids is not None:  # every row to the nearest refined mean, the context's as refined
             P = self._refined_proba(Z, cat_mask)
         else:
