@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refine", choices=REFINES, default=None,
                    help="kmeans (default): two k-means steps from the model's partitions; none: the model's as "
                         "they are")
+    p.add_argument("--allow-single-cluster", action="store_true",
+                   help="answer one cluster for a table that looks like a single Gaussian mode (default: always "
+                        "K >= 2)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = ClusterJobConfig(inputs=tuple(args.inputs), output_dir=args.output, n_clusters=args.n_clusters,
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
                                n_estimators=args.n_estimators, refine=args.refine,
+                               allow_single_cluster=args.allow_single_cluster,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,

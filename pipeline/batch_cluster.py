@@ -78,6 +78,9 @@ class ClusterJobConfig:
     refine : str, optional
         ``TabClustPFN(refine=...)``: ``"kmeans"`` (two Lloyd steps from the network's partitions) or ``"none"``;
         None keeps the estimator's default.
+    allow_single_cluster : bool
+        ``TabClustPFN(allow_single_cluster=...)``: a table that looks like one Gaussian mode gets one cluster
+        (``n_clusters`` 1) instead of the network's K >= 2 (off by default).
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -103,6 +106,7 @@ class ClusterJobConfig:
     max_clusters: int | None = None
     n_estimators: int | None = None
     refine: str | None = None
+    allow_single_cluster: bool = False
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -217,7 +221,8 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 
 
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
-                   max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None):
+                   max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
+                   allow_single_cluster: bool = False):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
     ``k_selection``, ``n_estimators`` and ``refine`` None keep the estimator's defaults; ``max_clusters`` bounds
     the inferred K.
@@ -234,6 +239,7 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(n_estimators=n_estimators)
     if refine is not None:
         est.set_params(refine=refine)
+    est.set_params(allow_single_cluster=allow_single_cluster)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 
@@ -243,9 +249,10 @@ class TableClusterer:
 
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
-                 n_estimators: int | None = None, refine: str | None = None) -> None:
+                 n_estimators: int | None = None, refine: str | None = None,
+                 allow_single_cluster: bool = False) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
-                                         refine)
+                                         refine, allow_single_cluster)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -289,7 +296,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
-            cfg.max_clusters, cfg.n_estimators, cfg.refine)
+            cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -555,7 +562,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
                                "max_clusters": cfg.max_clusters,
                                "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS,
-                               "refine": cfg.refine or DEFAULT_REFINE})
+                               "refine": cfg.refine or DEFAULT_REFINE,
+                               "allow_single_cluster": cfg.allow_single_cluster})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

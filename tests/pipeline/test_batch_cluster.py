@@ -172,6 +172,16 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
     assert row["status"] == "ok" and row["n_clusters"] == 2 and out["cluster"].between(0, 1).all()
 
 
+def test_allow_single_cluster_reaches_the_estimator_and_a_one_mode_table_gets_one_cluster(tmp_path, tiny_checkpoint):
+    path = tmp_path / "cloud.csv"
+    pd.DataFrame(np.random.default_rng(2).standard_t(3, size=(400, 3)), columns=list("abc")).to_csv(path, index=False)
+    assert not load_estimator(tiny_checkpoint, None, 0).allow_single_cluster
+    est = load_estimator(tiny_checkpoint, None, 0, allow_single_cluster=True)
+    row, out = cluster_table(est, path, "cloud")
+    assert est.structure_score_ > est.single_cluster_z  # one heavy-tailed cloud (score about 6.6)
+    assert row["status"] == "ok" and row["n_clusters"] == 1 and (out["cluster"] == 0).all()
+
+
 def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
     assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == "kmeans"
     assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1, refine="none").refine == "none"
