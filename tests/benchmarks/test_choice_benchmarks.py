@@ -100,3 +100,40 @@ def test_choose_checkpoint_refuses_a_missing_candidate_with_a_message(tmp_path, 
     with pytest.raises(SystemExit) as exc:
         main([str(tmp_path / "nope.pt"), "--out", str(tmp_path / "o")])
     assert exc.value.code == 2 and "no checkpoint at" in capsys.readouterr().err
+
+
+def test_choose_structure_answers_one_cluster_above_each_threshold_and_scores_it(tmp_path):
+    from benchmarks.choose_structure import THRESHOLDS, at_threshold, main
+
+    out = tmp_path / "choice-structure"
+    default, option = main(["--sets", "prior", "one-mode", "--prior-tasks", "2", "--one-mode-tasks", "3",
+                            "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior"] * 2 + ["one-mode"] * 3
+    assert (df.loc[df["set"] == "one-mode", "K"] == 1).all() and (df.loc[df["set"] == "one-mode", "ari"] == 0).all()
+    assert (df["k_pred"] >= 2).all() and np.isfinite(df["z"]).all()  # the fits themselves never answer 1
+    for t in THRESHOLDS:
+        gated = at_threshold(df, t)
+        one = df["z"] > t
+        assert (gated.loc[one, "k_pred"] == 1).all() and (gated.loc[~one, "ari"] == df.loc[~one, "ari"]).all()
+        assert (gated.loc[one & (df["set"] == "one-mode"), "ari"] == 1.0).all()
+    assert option in THRESHOLDS and (default is None or default == option)
+    report = (tmp_path / "choice-structure.md").read_text()
+    assert "| one-mode | 3 | off (the network's K >= 2) | 0 | 0.000 |" in report
+    assert "Command: `python benchmarks/choose_structure.py --sets prior one-mode" in report
+
+
+def test_choose_structure_keeps_the_option_off_when_a_threshold_costs_partitioned_tables():
+    from benchmarks.choose_structure import report
+
+    rows = [{"set": "prior", "table": f"p{i}", "K": 3, "ari": 0.8, "k_pred": 3, "z": z, "ari_one": 0.0}
+            for i, z in enumerate([-5.0, -4.0, 0.5, 1.5, 3.5, 3.6])]
+    rows += [{"set": "one-mode", "table": f"o{i}", "K": 1, "ari": 0.0, "k_pred": 4, "z": z, "ari_one": 1.0}
+             for i, z in enumerate([0.5, 1.5, 2.5, 3.5, 4.0, 5.0])]
+    lines, default, option = report(pd.DataFrame(rows))
+    # every threshold answers one cluster for at least two prior tables (a loss beyond one standard error)
+    assert default is None
+    assert "Default: allow_single_cluster=False (no threshold qualifies)." in lines
+    # mean gain over the two sets: z > 0 (-0.533 + 1.0) / 2 = 0.233, z > 1 (-0.4 + 0.833) / 2 = 0.217,
+    # z > 2 and z > 3 (-0.267 + 0.667 or 0.5) / 2: the option takes z > 0
+    assert option == 0.0
