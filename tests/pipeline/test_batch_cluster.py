@@ -180,6 +180,9 @@ def test_allow_single_cluster_reaches_the_estimator_and_a_one_mode_table_gets_on
     row, out = cluster_table(est, path, "cloud")
     assert est.structure_score_ > est.single_cluster_z  # one heavy-tailed cloud (score about 6.6)
     assert row["status"] == "ok" and row["n_clusters"] == 1 and (out["cluster"] == 0).all()
+    assert row["structure_score"] == pytest.approx(est.structure_score_, abs=1e-4)  # why K = 1, in summary.csv
+    plain, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "cloud")
+    assert plain["structure_score"] is None and plain["n_clusters"] >= 2
 
 
 def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
