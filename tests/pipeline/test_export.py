@@ -285,3 +285,14 @@ def test_logged_model_loads_and_predicts_without_the_project(logged_model, tmp_p
     table = _table(60)  # the same rows as in the subprocess
     expected = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, max_clusters=2, n_estimators=1)
     np.testing.assert_array_equal(result["labels"], expected.fit_predict(table))
+
+
+def test_a_request_can_allow_one_cluster_for_a_table_without_structure(tiny_checkpoint):
+    from pipeline.pyfunc import PARAMS
+
+    assert ("allow_single_cluster", "boolean", False) in PARAMS  # served under the estimator's name and default
+    cloud = pd.DataFrame(np.random.default_rng(2).standard_t(3, size=(400, 3)), columns=list("abc"))
+    model = _pyfunc(tiny_checkpoint)
+    assert len(np.unique(model.predict(None, cloud))) >= 2  # the network alone always splits
+    labels = model.predict(None, cloud, params={"allow_single_cluster": True})
+    assert (labels == 0).all()
