@@ -21,10 +21,11 @@ PROPERTY = settings(max_examples=150, deadline=None, derandomize=True, database=
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.fixture(scope="module")
-def estimator(tiny_checkpoint):
-    """One estimator for every example (it keeps its network loaded; ``fit`` replaces every fitted attribute)."""
-    return TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, n_estimators=2)
+@pytest.fixture(scope="module", params=[False, True], ids=["partition", "allow_single_cluster"])
+def estimator(tiny_checkpoint, request):
+    """One estimator for every example (it keeps its network loaded; ``fit`` replaces every fitted attribute);
+    also with the one-cluster answer, whose structure test sees every table that is clustered."""
+    return TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, n_estimators=2, allow_single_cluster=request.param)
 
 
 def _refusal_expected(frame: pd.DataFrame, kinds: list[str]) -> str | None:
@@ -65,7 +66,9 @@ def _check(estimator: TabClustPFN, frame: pd.DataFrame, kinds: list[str]) -> Non
     assert np.isfinite(fitted.probabilities_).all()
     np.testing.assert_allclose(fitted.probabilities_.sum(1), 1.0, atol=1e-6)
     np.testing.assert_array_equal(fitted.labels_, fitted.probabilities_.argmax(1))
-    assert 2 <= fitted.n_clusters_ <= n - 1
+    assert (1 if fitted.allow_single_cluster else 2) <= fitted.n_clusters_ <= n - 1
+    if fitted.allow_single_cluster:  # tested: a score, +inf for rows that are all the same
+        assert not np.isnan(fitted.structure_score_)
     assert np.isfinite(list(fitted.k_posterior_.values())).all()
 
 
