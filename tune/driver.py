@@ -201,7 +201,6 @@ def _task_scores(trial_dir: Path) -> list[dict[str, Any]] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-
 def _trial_dirname(trial) -> str:
     """Tune's folder of a trial: ``trial_<trial id>`` (so a trial that never reported is still identified)."""
     return f"trial_{trial.trial_id}"

@@ -80,7 +80,6 @@ def test_a_better_variant_contradicts_the_paper_ordering(coupling):
     assert "is worse than Additive" in sentence and "does not hold" in sentence
 
 
-
 def test_a_separation_the_paper_agrees_with_keeps_its_ordering():
     """Pin-loss: the paper ranks Matching+CE above its choice SoftARI, so SoftARI losing to it confirms the paper;
     the verdict must not call an ordering it then quotes unchanged 'not held'."""
@@ -135,6 +134,7 @@ def test_the_task_test_averages_only_the_seeds_both_variants_finished(coupling):
     stats = study_stats(records, coupling).set_index("variant")
     assert list(stats["n"]) == [2, 3]
     assert stats.loc["Additive", "d_task_ari"] == 0.0 and stats.loc["Additive", "p_task_ari"] == 1.0
+
 
 def test_paired_seed_test_pairs_by_seed_only():
     d, p, n = paired_seed_test({0: 0.5, 1: 0.6, 2: 0.8, 7: 9.0}, {0: 0.4, 1: 0.4, 2: 0.5})
