@@ -18,7 +18,7 @@ import sys
 from pipeline.config import apply_overrides, train_preset
 from pipeline.ray_env import init_ray
 from priors.regimes import REGIMES
-from tune.config import SweepConfig, SweepOptions, regime_base
+from tune.config import SweepConfig, SweepOptions, check_real_datasets, regime_base
 from tune.driver import rescore_sweep, run_sweep
 from tune.spaces import STUDY_NAMES
 
@@ -37,7 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scheduler", choices=["fifo", "asha"], help="asha stops weak trials early (default: fifo)")
     p.add_argument("--eval-tasks", type=int, help="fixed held-out synthetic tasks (default: 64; 8 with --smoke)")
     p.add_argument("--real", action="store_true", help="also score each trial on the 22 UCI datasets")
-    p.add_argument("--real-datasets", help="comma-separated subset of the real suite")
+    p.add_argument("--real-datasets", help="comma-separated subset of the real suite, e.g. iris,wine (an unknown "
+                   "name is refused before Ray starts)")
     p.add_argument("--max-concurrent-trials", type=int, help="default: as many as the cluster's CPUs/GPUs fit")
     p.add_argument("--name", help="sweep folder under --storage-path (default: <study>-<date>-<time>)")
     p.add_argument("--resume", action="store_true", help="continue sweep --name: finished trials are kept")
@@ -49,7 +50,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output", help="folder of the tables (default: the sweep folder)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns.db)")
     p.add_argument("--address", help="Ray cluster address (default: the job's cluster, else a local Ray)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.real_datasets is not None:
+        names = tuple(name.strip() for name in args.real_datasets.split(",") if name.strip())
+        if args.real:  # checked here, before Ray starts or a trial trains (without --real, main refuses the flag)
+            try:
+                check_real_datasets(names)
+            except ValueError as exc:
+                p.error(f"--real-datasets: {exc}")
+        args.real_datasets = names or None
+    return args
 
 
 def _defining_flags(args: argparse.Namespace) -> list[str]:
@@ -79,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--rescore scores sweep {args.name!r} as it was trained; drop "
                                  f"{', '.join(_defining_flags(args))} (only --real/--real-datasets can be added)")
             result = rescore_sweep(args.name, storage_path=args.storage_path, real=args.real or None,
-                                   real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None,
+                                   real_datasets=args.real_datasets,
                                    tracking_uri=args.tracking_uri, output=args.output, score=not args.tables)
             print(result.files["markdown"].read_text())
             return 0
@@ -100,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                                 num_samples=1 if args.num_samples is None else args.num_samples,
                                 scheduler=args.scheduler or "fifo", real=args.real,
                                 eval_tasks=eval_tasks, regime=args.regime,
-                                real_datasets=tuple(args.real_datasets.split(",")) if args.real_datasets else None)
+                                real_datasets=args.real_datasets)
         options = SweepOptions(storage_path=args.storage_path, name=args.name, resume=args.resume,
                                tracking_uri=args.tracking_uri, output=args.output,
                                max_concurrent_trials=args.max_concurrent_trials)

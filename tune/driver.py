@@ -38,8 +38,8 @@ from pipeline.config import TrainConfig, config_to_dict
 from pipeline.pretrain import absolute_tracking_uri
 from tune import report, slots
 from tune.config import (SLOTS_DIR, SWEEP_FILE, TASK_SCORES_FILE, TRIAL_ACTOR_CPUS, TRIAL_FILE, TRIALS_DIR,
-                         SweepConfig, SweepOptions, SweepResult, max_concurrent_trials, scoring_kind, sweep_from_dict,
-                         sweep_to_dict, trial_config)
+                         SweepConfig, SweepOptions, SweepResult, check_real_datasets, max_concurrent_trials,
+                         scoring_kind, sweep_from_dict, sweep_to_dict, trial_config)
 from tune.spaces import Study, to_tune
 from tune.tracking import close_child_runs, end_child_run, median_step_ms, open_child_run, open_parent_run
 
@@ -286,6 +286,8 @@ def run_sweep(sweep: SweepConfig | None, options: SweepOptions = SweepOptions())
     if not options.resume:
         if sweep is None:
             raise ValueError("a new sweep needs a SweepConfig (or resume=True and the name of a saved sweep)")
+        if sweep.real and sweep.real_datasets:
+            check_real_datasets(sweep.real_datasets, sweep.benchmarks_dir)  # before a trial trains for nothing
         max_concurrent_trials(sweep, options.max_concurrent_trials, ray.cluster_resources())  # before recording it
     name = options.name or f"{sweep.study}-{datetime.now():%Y%m%d-%H%M%S}"
     sweep_dir = Path(options.storage_path).resolve() / name
@@ -351,6 +353,8 @@ def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | 
     if real is not None or real_datasets is not None:
         sweep = dataclasses.replace(sweep, real=sweep.real if real is None else real,
                                     real_datasets=real_datasets or sweep.real_datasets)
+    if score and sweep.real and sweep.real_datasets:
+        check_real_datasets(sweep.real_datasets, sweep.benchmarks_dir)  # before the first trial is rescored
     study = sweep.study_spec()
     uri = absolute_tracking_uri(tracking_uri or saved["tracking_uri"])
     client = MlflowClient(uri)

@@ -170,6 +170,63 @@ def test_cli_refuses_bad_requests_before_starting_ray(sweep_job, argv, message, 
     assert message in capsys.readouterr().err
 
 
+@pytest.fixture()
+def real_suite_of_two(tmp_path, monkeypatch):
+    """A benchmark folder whose real suite is iris and wine (empty files: only the names are listed)."""
+    from pipeline.evaluation import suites
+
+    (tmp_path / "bench" / "real").mkdir(parents=True)
+    for name in ("iris", "wine"):
+        (tmp_path / "bench" / "real" / f"{name}.parquet").write_bytes(b"")
+    monkeypatch.setattr(suites, "benchmarks_dir", lambda override=None: Path(override or tmp_path / "bench"))
+    return tmp_path / "bench"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--study", "coupling", "--smoke", "--real", "--real-datasets", "iris,irsi"],
+    ["--rescore", "--name", "x", "--real", "--real-datasets", "irsi"],
+    ["--study", "coupling", "--smoke", "--real", "--real-datasets", ","],
+])
+def test_cli_refuses_unknown_real_datasets_before_anything_runs(sweep_job, real_suite_of_two, argv, capsys,
+                                                               monkeypatch):
+    for name in ("init_ray", "run_sweep", "rescore_sweep"):
+        monkeypatch.setattr(sweep_job, name, lambda *a, _name=name, **kw: pytest.fail(f"{_name} ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        sweep_job.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--real-datasets:" in err and "iris, wine" in err  # the valid names are listed
+    assert ("'irsi'" in err and "'iris'" not in err) if "irsi" in argv[-1] else "no real dataset named" in err
+
+
+def test_cli_passes_known_real_datasets_on_as_names(sweep_job, real_suite_of_two, monkeypatch):
+    seen = {}
+
+    def fake_run_sweep(sweep, options):
+        seen["datasets"] = sweep.real_datasets
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: None)
+    monkeypatch.setattr(sweep_job, "run_sweep", fake_run_sweep)
+    assert sweep_job.main(["--study", "coupling", "--smoke", "--real", "--real-datasets", "wine, iris"]) == 1
+    assert seen["datasets"] == ("wine", "iris")
+
+
+def test_a_sweep_with_an_unknown_real_dataset_is_refused_before_ray(real_suite_of_two, tmp_path, monkeypatch):
+    import ray
+
+    from pipeline.config import train_preset
+    from tune.config import SweepConfig, SweepOptions
+    from tune.driver import run_sweep
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: pytest.fail("Ray asked before the datasets were checked"))
+    sweep = SweepConfig(study="coupling", base=train_preset("tiny", smoke=True), budget_steps=2, real=True,
+                        real_datasets=("iris", "nope"))
+    with pytest.raises(ValueError, match=r"unknown real dataset\(s\) 'nope': .* has iris, wine"):
+        run_sweep(sweep, SweepOptions(storage_path=str(tmp_path / "sweeps")))
+    assert not (tmp_path / "sweeps").exists()  # nothing recorded
+
+
 def test_cli_refuses_to_resume_a_sweep_that_does_not_exist(sweep_job, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sweep_job, "init_ray", lambda address=None, **kw: False)
     assert sweep_job.main(["--resume", "--name", "nope", "--storage-path", str(tmp_path)]) == 1
@@ -292,6 +349,16 @@ def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_che
         rescore_sweep("old", storage_path=str(tmp_path / "sweeps"))
     with pytest.raises(FileNotFoundError, match="cannot rescore"):
         rescore_sweep("nope", storage_path=str(tmp_path / "sweeps"))
+
+
+def test_rescoring_refuses_an_unknown_real_dataset_before_scoring_a_trial(tmp_path, tiny_checkpoint, tracking_uri,
+                                                                         real_suite_of_two):
+    from tune.driver import rescore_sweep
+
+    sweep_dir, _, _ = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
+    with pytest.raises(ValueError, match="unknown real dataset"):
+        rescore_sweep("old", storage_path=str(tmp_path / "sweeps"), real=True, real_datasets=("nope",))
+    assert _trial_records(sweep_dir)["t1"]["metrics"]["syn_ari"] == 9.0  # nothing scored
 
 
 def test_child_runs_still_running_after_tune_are_closed_even_for_trials_tune_forgot(tracking_uri):
