@@ -201,6 +201,32 @@ def _task_scores(trial_dir: Path) -> list[dict[str, Any]] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _one_record_per_trial(trials_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Each trial's ``trial.json`` and record, one per trial configuration (its overrides, run seed included).
+
+    A resume whose Tune state could not be restored (:func:`_build_tuner` then starts the trials again), or was
+    restored from a copy older than some trial, runs a configuration again as a new Tune trial with a new id, and
+    the old trial's folder stays: counting both would score the trial twice and weight it twice in the means and
+    the paired tests. The finished record is kept, the newest (last written) of several, as in :func:`run_sweep`'s
+    own table; the others are left out.
+    """
+    chosen: dict[str, tuple[tuple, Path, dict[str, Any]]] = {}
+    for path in sorted(trials_dir.glob(f"*/{TRIAL_FILE}")):
+        rec = json.loads(path.read_text())
+        key = (json.dumps(rec["overrides"], sort_keys=True, default=str) if "overrides" in rec
+               else f"trial {rec.get('trial_id', path.parent.name)}")
+        candidate = ((rec.get("status") == "finished", path.stat().st_mtime_ns, rec.get("attempts", 0)), path, rec)
+        if key not in chosen:
+            chosen[key] = candidate
+            continue
+        kept, dropped = (candidate, chosen[key]) if candidate[0] > chosen[key][0] else (chosen[key], candidate)
+        chosen[key] = kept
+        logger.info("trial %s (%s) and trial %s (%s) ran the same configuration; counting trial %s only",
+                    dropped[1].parent.name, dropped[2].get("status"), kept[1].parent.name, kept[2].get("status"),
+                    kept[1].parent.name)
+    return sorted(((path, rec) for _, path, rec in chosen.values()), key=lambda item: item[0])
+
+
 def _trial_dirname(trial) -> str:
     """Tune's folder of a trial: ``trial_<trial id>`` (so a trial that never reported is still identified)."""
     return f"trial_{trial.trial_id}"
@@ -359,8 +385,7 @@ def rescore_sweep(name: str, *, storage_path: str = "runs/sweeps", real: bool | 
     uri = absolute_tracking_uri(tracking_uri or saved["tracking_uri"])
     client = MlflowClient(uri)
     records = []
-    for path in sorted((sweep_dir / TRIALS_DIR).glob(f"*/{TRIAL_FILE}")):
-        rec = json.loads(path.read_text())
+    for path, rec in _one_record_per_trial(sweep_dir / TRIALS_DIR):
         if rec.get("status") == "finished" and score:
             model_path = path.parent / "model.pt"
             if not model_path.is_file():

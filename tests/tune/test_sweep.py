@@ -340,6 +340,37 @@ def test_tables_only_rewrites_the_tables_from_the_saved_scores(tmp_path, tiny_ch
     assert list(result.table["syn_ari"]) == [9.0, 9.0] and (sweep_dir / "stats_coupling.csv").is_file()
 
 
+def test_rescoring_counts_a_trial_run_again_under_a_new_id_once(tmp_path, tiny_checkpoint, tracking_uri):
+    """A resume whose Tune state could not be restored (or was restored from a copy older than a trial) runs the
+    same configuration again as a new Tune trial: the sweep folder then holds two records of one trial (here t1, and
+    t3's failed attempt of the same configuration). Rescoring scores and counts the newest finished one only."""
+    import os
+    import shutil
+
+    from tune.driver import rescore_sweep
+
+    sweep_dir, _, _ = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
+    old = json.loads((sweep_dir / TRIALS_DIR / "t1" / TRIAL_FILE).read_text())
+    rerun = sweep_dir / TRIALS_DIR / "new_00000"
+    shutil.copytree(sweep_dir / TRIALS_DIR / "t1", rerun)
+    (rerun / TRIAL_FILE).write_text(json.dumps({**old, "trial_id": "new_00000", "mlflow_run_id": None,
+                                                "metrics": {"syn_ari": 7.0, "ms_per_step": 99.0}}))
+    stamp = (sweep_dir / TRIALS_DIR / "t1" / TRIAL_FILE).stat().st_mtime_ns
+    os.utime(rerun / TRIAL_FILE, ns=(stamp + 10**9, stamp + 10**9))  # written after the old one
+
+    tables = rescore_sweep("old", storage_path=str(tmp_path / "sweeps"), score=False)
+    assert sorted(tables.trials["trial_id"]) == ["new_00000", "t2"]
+    assert tables.table.set_index("variant")["n"].to_dict() == {"Additive": 1, "Decoupled": 1}
+    assert tables.table.set_index("variant").loc["Additive", "syn_ari"] == 7.0  # the rerun's, not a mean of both
+    assert list(pd.read_csv(sweep_dir / "stats_coupling.csv")["n"]) == [1, 1]
+
+    rescored = rescore_sweep("old", storage_path=str(tmp_path / "sweeps"))
+    records = _trial_records(sweep_dir)
+    assert records["t1"]["metrics"]["syn_ari"] == 9.0  # the superseded record is not scored again
+    assert records["new_00000"]["metrics"]["syn_ari"] != 7.0 and records["new_00000"]["metrics"]["ms_per_step"] == 99
+    assert rescored.table.set_index("variant")["n"].to_dict() == {"Additive": 1, "Decoupled": 1}
+
+
 def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_checkpoint, tracking_uri):
     from tune.driver import rescore_sweep
 
