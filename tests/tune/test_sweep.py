@@ -188,7 +188,7 @@ def real_suite_of_two(tmp_path, monkeypatch):
     ["--study", "coupling", "--smoke", "--real", "--real-datasets", ","],
 ])
 def test_cli_refuses_unknown_real_datasets_before_anything_runs(sweep_job, real_suite_of_two, argv, capsys,
-                                                               monkeypatch):
+                                                                monkeypatch):
     for name in ("init_ray", "run_sweep", "rescore_sweep"):
         monkeypatch.setattr(sweep_job, name, lambda *a, _name=name, **kw: pytest.fail(f"{_name} ran"))
     with pytest.raises(SystemExit) as exit_info:
@@ -383,7 +383,7 @@ def test_rescoring_refuses_a_finished_trial_without_its_model(tmp_path, tiny_che
 
 
 def test_rescoring_refuses_an_unknown_real_dataset_before_scoring_a_trial(tmp_path, tiny_checkpoint, tracking_uri,
-                                                                         real_suite_of_two):
+                                                                          real_suite_of_two):
     from tune.driver import rescore_sweep
 
     sweep_dir, _, _ = _finished_sweep(tmp_path, tiny_checkpoint, tracking_uri)
