@@ -100,6 +100,29 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+#: What a p-value that underflowed to 0.0 is printed as (it is below the smallest normal double).
+P_UNDERFLOW = "<1e-300"
+
+
+def format_p(p: float | None, digits: int | None = 3) -> str:
+    """A p-value as text that never reads 0: ``digits`` decimals (``0.011``), or with ``digits=None`` two
+    significant digits (``0.0027``, the verdict's), in scientific notation where the decimals would round it to 0
+    (``6.3e-05``); :data:`P_UNDERFLOW` for a p that underflowed to 0.0, ``n/a`` for NaN."""
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    if p <= 0:
+        return P_UNDERFLOW
+    if digits is None:
+        return f"{p:.2g}"
+    return f"{p:.{digits}f}" if p >= 10.0 ** -digits else f"{p:.1e}"
+
+
+def _p_is(p: float) -> str:
+    """``= 0.027`` or ``< 1e-300``: what follows ``p`` in a sentence."""
+    text = format_p(p, None)
+    return f"< {text[1:]}" if text.startswith("<") else f"= {text}"
+
+
 def markdown(table: pd.DataFrame, study: Study, header: Sequence[str] = ()) -> str:
     """A Markdown table of the shown columns (measured, then paper), with ``header`` lines above it.
 
@@ -267,19 +290,19 @@ def verdict(stats: pd.DataFrame, study: Study, alpha: float = ALPHA) -> str:
     for _, row in others.iterrows():
         d, p = row.get(f"d_task_{key}", math.nan), row.get(f"p_task_{key}", math.nan)
         ps = row.get(f"p_seed_{key}", math.nan)
-        seeds = f", seeds p = {ps:.2g}" if math.isfinite(ps) else ""
+        seeds = f", seeds p {_p_is(ps)}" if math.isfinite(ps) else ""
         r = row.get(f"r_task_{key}", math.nan)  # NaN in tables written before it was kept: the mean's sign decides
         if math.isfinite(p) and p < alpha and math.isfinite(r) and not r * d > 0:
-            tied.append(f"{row['variant']} (tasks p = {p:.2g}{seeds}, but the mean difference and the signed ranks "
+            tied.append(f"{row['variant']} (tasks p {_p_is(p)}{seeds}, but the mean difference and the signed ranks "
                         "point in opposite directions)")
             continue
         if not math.isfinite(p) or p >= alpha:
-            tied.append(f"{row['variant']} (tasks p = {p:.2g}{seeds})" if math.isfinite(p)
+            tied.append(f"{row['variant']} (tasks p {_p_is(p)}{seeds})" if math.isfinite(p)
                         else f"{row['variant']} (untested)")
             continue
         seed_agrees.append(math.isfinite(ps) and ps < alpha)
         choice_better[row["variant"]] = (d < 0) == higher
-        (better if (d < 0) == higher else worse).append(f"{row['variant']} (tasks p = {p:.2g}{seeds})")
+        (better if (d < 0) == higher else worse).append(f"{row['variant']} (tasks p {_p_is(p)}{seeds})")
     parts = []
     if better:
         parts.append("is better than " + ", ".join(better))
@@ -345,7 +368,7 @@ def stats_markdown(stats: pd.DataFrame, study: Study) -> str:
             cells += ["(choice)", "", ""]
         else:
             cells += [_fmt(float(r.get(f"d_task_{key}", math.nan)), 3),
-                      _fmt(float(r.get(f"p_task_{key}", math.nan)), 3),
-                      _fmt(float(r.get(f"p_seed_{key}", math.nan)), 3)]
+                      format_p(float(r.get(f"p_task_{key}", math.nan))),
+                      format_p(float(r.get(f"p_seed_{key}", math.nan)))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines + ["", verdict(stats, study), ""])

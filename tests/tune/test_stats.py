@@ -142,6 +142,32 @@ def test_paired_seed_test_pairs_by_seed_only():
                                                                                    [0.4, 0.4, 0.5]).pvalue)
 
 
+def test_p_values_never_read_zero():
+    from tune.report import format_p
+
+    assert [format_p(p) for p in (0.4951, 0.011, 0.001, 0.00095, 6.3e-05, 5e-24)] == [
+        "0.495", "0.011", "0.001", "9.5e-04", "6.3e-05", "5.0e-24"]
+    assert [format_p(p, None) for p in (0.64, 0.0027, 5e-24)] == ["0.64", "0.0027", "5e-24"]
+    assert format_p(0.0) == format_p(0.0, None) == "<1e-300"  # a p that underflowed
+    assert format_p(math.nan) == "n/a"
+
+
+def test_the_study_tables_print_tiny_p_values_without_zeros(coupling):
+    from tune.report import stats_markdown
+
+    stats = study_stats(_records(shift=-0.1), coupling)
+    p_task = stats.set_index("variant").loc["Additive", "p_task_ari"]
+    assert 0 < p_task < 5e-4  # would round to 0.000
+    text = stats_markdown(stats, coupling)
+    row = next(line for line in text.splitlines() if line.startswith("| Additive |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[-2] == f"{p_task:.1e}" and "0.000" not in cells[-3:]
+    stats.loc[stats["variant"] == "Additive", ["p_task_ari", "p_seed_ari"]] = 0.0
+    text = stats_markdown(stats, coupling)
+    assert "| <1e-300 | <1e-300 |" in text
+    assert "(tasks p < 1e-300, seeds p < 1e-300)" in text and "p = 0" not in text
+
+
 def test_tables_keep_the_stats_and_old_trials_without_task_scores_still_get_intervals(coupling, tmp_path):
     records = _records(shift=-0.1)
     for rec in records:
