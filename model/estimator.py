@@ -273,9 +273,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
         k_hi = min(k_cap, n_ctx - 1)
         candidates, refined = None, [None] * len(posterior)
-        if self.refine == "kmeans":
+        test_structure = self.n_clusters is None and self.allow_single_cluster
+        if self.refine == "kmeans" or test_structure:  # the context in the design space (categorical codes one-hot)
             self._widths = one_hot_widths(Z, cat_mask)
             rows = design(Z[ctx], cat_mask, self._widths)
+        if self.refine == "kmeans":
             if self.n_clusters is None:  # every candidate K the rule may choose
                 candidates, refined = refine_candidates(rows, probs_all, n_candidates=k_hi - 1)
             else:
@@ -288,9 +290,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | None = refined[k - 2]
         self.structure_score_ = float("nan")
-        if self.n_clusters is None and self.allow_single_cluster:
-            self._widths = one_hot_widths(Z, cat_mask)
-            rows = design(Z[ctx], cat_mask, self._widths)
+        if test_structure:
             two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)
             self.structure_score_ = structure_test(rows, two).z
             if self.structure_score_ > self.single_cluster_z:  # one mode: every row to the one mean

@@ -32,6 +32,7 @@ import numpy as np
 DEFAULT_N_NULL = 20
 #: Rounds of matching the null's principal variances to the table's (:func:`null_scales`).
 DEBIAS_ROUNDS = 3
+#: Gaussian tables drawn per round to average their principal variances.
 DEBIAS_DRAWS = 8
 #: Lloyd steps at most per 2-means run (it stops earlier once no row moves).
 MAX_STEPS = 30
@@ -110,7 +111,6 @@ def null_scales(variances: np.ndarray, n: int, rng: np.random.Generator) -> np.n
     for _ in range(DEBIAS_ROUNDS):
         drawn = np.mean([_spectrum(rng.standard_normal((n, pop.size)) * np.sqrt(pop))[: pop.size]
                          for _ in range(DEBIAS_DRAWS)], axis=0)
-        drawn = np.pad(drawn, (0, pop.size - drawn.size), mode="edge")
         pop = pop * variances / np.maximum(drawn, variances * 1e-6)
     return np.sqrt(pop)
 
@@ -139,7 +139,7 @@ def structure_test(X: np.ndarray, labels: np.ndarray | None = None, *, n_null: i
     if n_null < 2:
         raise ValueError(f"n_null={n_null}: the null distribution needs at least 2 tables")
     Xc = X - X.mean(0)
-    variances = _spectrum(Xc)[: n - 1]  # n centred rows span at most n - 1 axes
+    variances = _spectrum(Xc)[: n - 1]  # n centred rows span at most n - 1 axes (so a null draw shows as many)
     if not variances.size or not variances[0] > 0:  # every row the same: no split at all, nothing but one mode
         return StructureTest(1.0, 1.0, 0.0, float("inf"))
     variances = variances[variances > variances[0] * 1e-12]

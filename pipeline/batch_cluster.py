@@ -148,8 +148,8 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
-            "k_posterior": None, "structure_score": None, "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error,
-            "path": str(path), "node_id": None}
+            "k_posterior": None, "structure_score": None, "seconds": round(seconds, 4), "ari": None, "nmi": None,
+            "error": error, "path": str(path), "node_id": None}
 
 
 def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
