@@ -45,6 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "paper's single pass)")
     p.add_argument("--refine", choices=REFINES, default=None,
                    help="TabClustPFN's test-time refinement (default: the estimator's, kmeans)")
+    p.add_argument("--allow-single-cluster", action="store_true",
+                   help="TabClustPFN may answer one cluster for a table without structure (default: K >= 2)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
                                                         "per regime group, 6 methods, 16 calibration datasets")
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = EvalConfig(suites=suites, data_dir=args.data, benchmarks_dir=args.benchmarks_dir,
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
                          k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
-                         output_dir=args.output,
+                         allow_single_cluster=args.allow_single_cluster, output_dir=args.output,
                          quick=args.quick,
                          calibration_size=args.calibration_size, tasks_per_group=args.tasks_per_group,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,

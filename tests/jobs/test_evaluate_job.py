@@ -21,6 +21,19 @@ def test_help_lists_the_methods(job, capsys):
     assert "TabClustPFN*" in text and "KMeans+" in text and "--calibration-size" in text
 
 
+def test_the_one_cluster_answer_reaches_the_config(job, monkeypatch):
+    seen = {}
+
+    def stop(cfg):
+        seen["cfg"] = cfg
+        raise ValueError("stopped after the config was built")
+
+    monkeypatch.setattr(job, "run_evaluation", stop)
+    assert job.main(["--suite", "real", "--allow-single-cluster"]) == 1
+    assert seen["cfg"].allow_single_cluster
+    assert not job.parse_args([]).allow_single_cluster
+
+
 def test_unknown_method_and_missing_folder_exit_1(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):
     common = ["--checkpoint", tiny_checkpoint, "--output", str(tmp_path / "out"), "--tracking-uri", tracking_uri]
     assert job.main(["--suite", "synthetic", "--methods", "KMeans", *common]) == 1

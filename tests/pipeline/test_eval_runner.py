@@ -87,6 +87,15 @@ def test_tabclustpfn_runs_with_the_chosen_k_selection_rule(tiny_checkpoint, rule
     assert res["status"] == "ok" and res["k_pred"] == direct.n_clusters_
 
 
+def test_tabclustpfn_may_answer_one_cluster_when_the_evaluation_allows_it(tiny_checkpoint):
+    cloud = pd.DataFrame(np.random.default_rng(2).standard_t(3, size=(400, 3)), columns=list("abc"))
+    ds = EvalDataset("cloud", "data", "data", cloud, np.arange(400) % 2, 2)
+    spec = next(m for m in METHODS if m.name == "TabClustPFN")
+    assert evaluate_pair(spec, ds, tiny_checkpoint, 0)["k_pred"] >= 2
+    res = evaluate_pair(spec, ds, tiny_checkpoint, 0, allow_single_cluster=True)
+    assert res["status"] == "ok" and res["k_pred"] == 1 and res["ari"] == 0.0
+
+
 @pytest.mark.slow
 def test_benchmark_on_a_data_folder_end_to_end(ray_local, tmp_path, tiny_checkpoint, tracking_uri):
     import mlflow
@@ -137,6 +146,8 @@ def test_command_line_reproduces_the_non_default_settings():
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --k-selection posterior_mode"
     cfg = EvalConfig(suites=("real",), n_estimators=2)
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --n-estimators 2"
+    cfg = EvalConfig(suites=("real",), allow_single_cluster=True, methods=("TabClustPFN",))
+    assert command_line(cfg) == "python jobs/evaluate.py --suite real --allow-single-cluster --methods 'TabClustPFN'"
 
 
 def test_report_header_names_the_estimator_settings():
@@ -147,5 +158,7 @@ def test_report_header_names_the_estimator_settings():
             in "\n".join(_header(EvalConfig(), 3, 2, 1.0)))
     text = "\n".join(_header(EvalConfig(k_selection="posterior_mode", n_estimators=1), 3, 2, 1.0))
     assert "TabClustPFN: K by `posterior_mode`, 1 column ordering(s) averaged" in text
+    assert "allow_single_cluster" not in text
+    assert "one-cluster answer allowed" in "\n".join(_header(EvalConfig(allow_single_cluster=True), 3, 2, 1.0))
     with pytest.raises(ValueError, match="n_estimators"):
         EvalConfig(n_estimators=0)
