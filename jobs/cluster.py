@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 
 from model.refinement import REFINES
-from model.selection import K_SELECTIONS
+from model.selection import ESTIMATOR_K_SELECTIONS
 from pipeline.batch_cluster import DEFAULT_MAX_RETRIES, ClusterJobConfig, UsageError, run_batch
 from pipeline.tables import MAX_COLUMNS
 
@@ -34,9 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "scored against their 'target' column)")
     p.add_argument("--output", default="outputs/cluster", help="output folder (default: %(default)s)")
     p.add_argument("--n-clusters", type=int, default=None, help="fixed K for every table (default: inferred)")
-    p.add_argument("--k-selection", choices=K_SELECTIONS, default=None,
-                   help="how K is inferred: expected_ari (default) or posterior_mode (the paper's rule; better for "
-                        "tables likely to hold 2 classes)")
+    p.add_argument("--k-selection", choices=ESTIMATOR_K_SELECTIONS, default=None,
+                   help="how K is inferred: auto (default: the checkpoint's K ranker, else expected_ari), ranker, "
+                        "expected_ari or posterior_mode (the paper's rule)")
     p.add_argument("--max-clusters", type=int, default=None, help="largest K to infer for any table (default: 10)")
     p.add_argument("--n-estimators", type=int, default=None,
                    help="column orderings averaged per table (default: the estimator's, 4; 1 is fastest)")

@@ -13,7 +13,7 @@ import logging
 import sys
 
 from model.refinement import REFINES
-from model.selection import K_SELECTIONS
+from model.selection import ESTIMATOR_K_SELECTIONS
 from pipeline.evaluation import EvalConfig, run_evaluation
 from pipeline.evaluation.methods import METHODS
 from pipeline.evaluation.runner import SUITES
@@ -38,8 +38,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                                           "benchmarks)")
     p.add_argument("--methods", nargs="+", default=None, help="methods to run (default: all; --quick: a few)")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
-    p.add_argument("--k-selection", choices=K_SELECTIONS, default=None,
-                   help="TabClustPFN's rule for choosing K (default: the estimator's, expected_ari)")
+    p.add_argument("--k-selection", choices=ESTIMATOR_K_SELECTIONS, default=None,
+                   help="TabClustPFN's rule for choosing K (default: the estimator's, auto)")
     p.add_argument("--n-estimators", type=int, default=None,
                    help="TabClustPFN's column orderings averaged per table (default: the estimator's, 4; 1 is the "
                         "paper's single pass)")

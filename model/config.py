@@ -37,6 +37,10 @@ class ModelConfig:
     categorical columns reach the rows only through the CLS summary, which keeps little of them (ZEUS tasks with
     27 of 30 columns categorical: k-means on the encoder's rows 0.17 against 1.00 on the one-hot values;
     docs/DESIGN.md).
+
+    ``k_ranker``: the network carries a :class:`model.k_ranker.KRanker`, fitted to its final weights after
+    training (``jobs/fit_k_ranker.py``); pretraining never trains it, and a run continued from such a checkpoint
+    starts without it (a changed network needs its ranker fitted again).
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -60,6 +64,8 @@ class ModelConfig:
     row_updates: bool = True  # iterative decoder: the paper's data<-prototype blocks; False keeps the rows fixed
     proto_seeding: bool = False  # iterative decoder: prototypes start at rows picked by farthest-point sampling
     cat_skip: bool = False  # encoder: categorical columns' codes join the row representation directly
+    #: a fitted choice of K (model.k_ranker.KRanker) travels with the weights; fitted after training (never by it)
+    k_ranker: bool = False
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",

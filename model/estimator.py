@@ -20,7 +20,8 @@ from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderin
 from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import DEFAULT_REFINE, REFINES, Centroids, design, lloyd, one_hot_widths, refine_candidates
-from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS, select_k
+from model.k_features import candidate_features
+from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS, select_k
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
@@ -62,8 +63,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Largest number of rows used as the model's context (pretraining saw N <= 1000).
     batch_rows : int, default=1024
         Non-context rows assigned per forward pass (bounds memory in ``fit`` for large N and in ``predict``).
-    k_selection : {"expected_ari", "posterior_mode"}, default="expected_ari"
-        How K is chosen when ``n_clusters=None`` (:mod:`model.selection`). ``"expected_ari"``: the candidate
+    k_selection : {"auto", "ranker", "expected_ari", "posterior_mode"}, default="auto"
+        How K is chosen when ``n_clusters=None`` (:mod:`model.selection`). ``"ranker"``: the K ranker the
+        checkpoint carries (:mod:`model.k_ranker`, the shipped one does) picks among the refined candidates from
+        each one's posterior, expected ARI and geometry in the table's own space (silhouette, within-cluster
+        variance, cluster sizes); it needs ``refine="kmeans"``. ``"auto"``: the ranker where the checkpoint has
+        one and ``refine="kmeans"``, else ``"expected_ari"``. ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
         ARI; a flat posterior gives a central K, not the smallest; a K at which the orderings disagree scores
@@ -114,9 +119,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Posterior probability of each K = 2..K_max (sums to 1; the average over the orderings); computed even
         when ``n_clusters`` is given.
     k_scores_ : dict[int, float]
-        The score ``k_selection`` maximised for each K = 2..K_max (the posterior, or the expected ARI of each
-        candidate, refined with ``refine="kmeans"``, under the posterior renormalised over the K allowed; -inf for
-        K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is given.
+        The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, the posterior, or the
+        expected ARI of each candidate, refined with ``refine="kmeans"``, under the posterior renormalised over the
+        K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is given
+        (then the expected ARI in place of the ranker's score, which needs every candidate refined).
+    k_selection_ : str
+        The rule that chose K (``k_selection`` with ``"auto"`` resolved; ``"given"`` when ``n_clusters`` is set).
     structure_score_ : float
         With ``allow_single_cluster=True`` and ``n_clusters=None``: how far the table's best two-way split is from
         that of one Gaussian with its covariance, in standard deviations of the latter (:mod:`model.structure`;
@@ -173,7 +181,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "random_state": ["random_state"],
         "n_context": [Interval(Integral, 2, None, closed="left")],
         "batch_rows": [Interval(Integral, 1, None, closed="left")],
-        "k_selection": [StrOptions(set(K_SELECTIONS))],
+        "k_selection": [StrOptions(set(ESTIMATOR_K_SELECTIONS))],
         "max_clusters": [Interval(Integral, None, None, closed="neither"), None],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "refine": [StrOptions(set(REFINES))],
@@ -182,7 +190,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
-                 batch_rows=1024, k_selection=DEFAULT_K_SELECTION, max_clusters=None,
+                 batch_rows=1024, k_selection=DEFAULT_ESTIMATOR_K_SELECTION, max_clusters=None,
                  n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
                  single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z):
         self.n_clusters = n_clusters
@@ -254,6 +262,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if self.n_clusters is not None and self.n_clusters > k_cap:
             raise ValueError(f"n_clusters={self.n_clusters} is larger than max_clusters={self.max_clusters}; "
                              "give one of them.")
+        rule = self._k_rule(net, path)
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories)
         Z, cat_mask = pre.fit_transform(frame)
         # every refusal is behind us: from here on the fitted attributes are replaced together
@@ -284,8 +293,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates = probs_all.argmax(-1)
                 c = int(self.n_clusters) - 2
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
-        k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=self.k_selection,
-                                  members=(member_probs, member_posteriors), candidates=candidates)
+        k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=DEFAULT_K_SELECTION if rule == "ranker"
+                                  else rule, members=(member_probs, member_posteriors), candidates=candidates)
+        if rule == "ranker" and self.n_clusters is None:
+            ranked = np.full_like(scores, -np.inf)
+            k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(
+                candidate_features(rows, candidates, probs_all, posterior, scores, k_hi))
+            scores = ranked
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | None = refined[k - 2]
@@ -313,6 +327,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.labels_ = self._relabel[raw].astype(np.int64)
         self.probabilities_ = P[:, perm]
         self.n_clusters_ = k
+        self.k_selection_ = "given" if self.n_clusters is not None else rule
         self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
         self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
         self.n_estimators_ = len(self._orders)
@@ -322,6 +337,21 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
         self._fitted_sha = sha
         return self
+
+    def _k_rule(self, net: TabClustNet, path: Path) -> str:
+        """``k_selection`` with ``"auto"`` resolved; refuses a ranker the checkpoint or the settings cannot give."""
+        has_ranker = net.k_ranker is not None
+        if self.k_selection == "auto":
+            return "ranker" if has_ranker and self.refine == "kmeans" else DEFAULT_K_SELECTION
+        if self.k_selection == "ranker":
+            if not has_ranker:
+                raise ValueError(f"k_selection='ranker' needs a checkpoint with a K ranker, and {path.name} has none: "
+                                 "fit one with jobs/fit_k_ranker.py, or pass k_selection='auto' or "
+                                 "'expected_ari'.")
+            if self.refine != "kmeans":
+                raise ValueError(f"k_selection='ranker' picks among refined candidates: it needs refine='kmeans', "
+                                 f"got refine={self.refine!r}; pass k_selection='auto' or 'expected_ari'.")
+        return self.k_selection
 
     # -------------------------------------------------------- predict
     def predict(self, X):

@@ -148,7 +148,8 @@ def average_checkpoints(paths: list[str | os.PathLike], weights: list[float] | N
     top = max(float(w) for w in weights)  # scaled first: a sum of huge finite weights could overflow
     mix = [float(w) / top for w in weights]
     mix = [w / sum(mix) for w in mix]
-    loaded = [load_checkpoint(p) for p in paths]
+    # an average is a new network: the K rankers fitted to its parents are dropped (fit one to it)
+    loaded = [(net.without_k_ranker(), meta) for net, meta in (load_checkpoint(p) for p in paths)]
     base_cfg = loaded[0][0].cfg
     for p, (net, _) in zip(paths[1:], loaded[1:]):
         if net.cfg != base_cfg:
@@ -201,6 +202,8 @@ def graft_cin(partitions: str | os.PathLike, cin_source: str | os.PathLike, *, n
     """
     net, meta = load_checkpoint(partitions)
     donor, donor_meta = load_checkpoint(cin_source)
+    # a new CIN changes the posterior a K ranker reads: the partition network's ranker is dropped (fit one again)
+    net, donor = net.without_k_ranker(), donor.without_k_ranker()
     if donor.cfg != net.cfg:
         raise CheckpointError(f"cannot graft the CIN of {cin_source} onto {partitions}: their model configs differ "
                               f"in {_config_difference(net.cfg, donor.cfg)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,6 +14,7 @@ from model.cin import CIN, gram_fingerprint
 from model.config import ModelConfig
 from model.decoder import build_decoder, farthest_point_seeds
 from model.encoder import Encoder, EncoderContext
+from model.k_ranker import KRanker
 
 
 @dataclass
@@ -63,6 +65,16 @@ class TabClustNet(nn.Module):
         self.encoder = Encoder(cfg)
         self.decoder = build_decoder(cfg)
         self.cin = CIN(cfg)
+        self.k_ranker = KRanker() if cfg.k_ranker else None
+
+    def without_k_ranker(self) -> "TabClustNet":
+        """This network without its K ranker (itself when it has none), for anything that changes the weights the
+        ranker was fitted to (training, averaging, a CIN refit or graft): the copy's config has ``k_ranker=False``."""
+        if self.k_ranker is None:
+            return self
+        net = TabClustNet(dataclasses.replace(self.cfg, k_ranker=False))
+        net.load_state_dict({k: v for k, v in self.state_dict().items() if not k.startswith("k_ranker.")})
+        return net.train(self.training)
 
     def encode(self, X, row_mask, col_mask, cat_mask, ctx_mask=None) -> torch.Tensor:
         """X: (B, N, D) -> R: (B, N, d)."""

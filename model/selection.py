@@ -33,6 +33,11 @@ K_SELECTIONS: tuple[str, ...] = ("posterior_mode", "expected_ari")
 #: 0.514, mean |K^ - K| 1.72 against 2.03; the mode still wins on K = 2 (0.799 against 0.757). With 4 column
 #: orderings (2026-11-27): median 0.701 against 0.633, mean 0.621 against 0.572.
 DEFAULT_K_SELECTION: KSelection = "expected_ari"
+#: The rules ``TabClustPFN(k_selection=)`` takes: those above, on the network's outputs; ``"ranker"``, the K ranker
+#: the checkpoint carries (:mod:`model.k_ranker`, among the refined candidates); and ``"auto"``, the ranker where
+#: the checkpoint has one and the candidates are refined (``refine="kmeans"``), ``DEFAULT_K_SELECTION`` otherwise.
+ESTIMATOR_K_SELECTIONS: tuple[str, ...] = ("auto", "ranker", *K_SELECTIONS)
+DEFAULT_ESTIMATOR_K_SELECTION = "auto"
 
 
 #: Contingency codes :func:`cross_ari` holds at once (8 MB of int64): partitions of ``a`` are taken in slices.

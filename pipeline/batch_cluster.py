@@ -32,7 +32,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.refinement import DEFAULT_REFINE, REFINES
-from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
+from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
 from pipeline.tables import MAX_COLUMNS, TableError, discover_tables, prepare_features, read_table, table_names
 
 logger = logging.getLogger(__name__)
@@ -67,8 +67,8 @@ class ClusterJobConfig:
     n_clusters : int, optional
         Fixed K for every table; None lets the model infer K per table.
     k_selection : str, optional
-        How the model infers K (``TabClustPFN(k_selection=...)``: ``"expected_ari"`` or ``"posterior_mode"``);
-        None keeps the estimator's default.
+        How the model infers K (``TabClustPFN(k_selection=...)``: ``"auto"``, ``"ranker"``, ``"expected_ari"`` or
+        ``"posterior_mode"``); None keeps the estimator's default.
     max_clusters : int, optional
         Largest K the model may infer for any table (``TabClustPFN(max_clusters=...)``); None: the checkpoint's
         K_max.
@@ -120,8 +120,8 @@ class ClusterJobConfig:
     def __post_init__(self) -> None:
         if self.n_clusters is not None and self.n_clusters < 2:
             raise ValueError(f"n_clusters must be >= 2 or None, got {self.n_clusters}")
-        if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
-            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
+        if self.k_selection is not None and self.k_selection not in ESTIMATOR_K_SELECTIONS:
+            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {ESTIMATOR_K_SELECTIONS}")
         if self.max_clusters is not None and self.max_clusters < 2:
             raise ValueError(f"max_clusters must be >= 2 or None, got {self.max_clusters}")
         if None not in (self.n_clusters, self.max_clusters) and self.n_clusters > self.max_clusters:
@@ -561,7 +561,7 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
                                "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
                                "max_columns": cfg.max_columns, "max_retries": cfg.max_retries,
-                               "k_selection": cfg.k_selection or DEFAULT_K_SELECTION,
+                               "k_selection": cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION,
                                "max_clusters": cfg.max_clusters,
                                "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS,
                                "refine": cfg.refine or DEFAULT_REFINE,

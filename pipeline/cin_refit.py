@@ -297,6 +297,7 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
     """Run the four stages (module docstring); return the summary also written to ``summary.json``."""
     start = time.perf_counter()
     net, metadata = load_checkpoint(cfg.checkpoint)
+    net = net.without_k_ranker()  # the new posterior changes what a K ranker reads: fit one to the result
     if net.cfg.cin_head != "categorical":
         raise ValueError(f"{cfg.checkpoint} has an ordinal CIN head: the refit supports the categorical head only")
     if cfg.n_features[1] > net.cfg.max_features:

@@ -376,4 +376,8 @@ def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
                        "loss for those steps; pass --set objective.warmup_matching_steps=0 unless that is meant",
                        path.name, cfg.objective.warmup_matching_steps)
     model_cfg = ModelConfig.from_dict(payload["model_config"])
+    if model_cfg.k_ranker:
+        logger.info("%s carries a K ranker fitted to its weights: the continuation starts without it (fit one to "
+                    "the result with jobs/fit_k_ranker.py)", path.name)
+        model_cfg = dataclasses.replace(model_cfg, k_ranker=False)
     return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
-from model.selection import DEFAULT_K_SELECTION
+from model.selection import DEFAULT_ESTIMATOR_K_SELECTION
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ ARTIFACT_KEY = "checkpoint"
 DECLARED_PARAMS: tuple[tuple[str, str, Any], ...] = (
     ("n_clusters", "long", 0),
     ("max_clusters", "long", 0),
-    ("k_selection", "string", DEFAULT_K_SELECTION),
+    ("k_selection", "string", DEFAULT_ESTIMATOR_K_SELECTION),
     ("n_estimators", "long", DEFAULT_N_ESTIMATORS),
     ("random_state", "long", 0),
 )

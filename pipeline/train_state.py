@@ -99,7 +99,7 @@ def build_model(cfg: TrainConfig, load_init: bool = True) -> TabClustNet:
         torch.manual_seed(cfg.seed)
         net = TabClustNet(cfg.model)
     if cfg.init_checkpoint and load_init:
-        init, _ = load_checkpoint(cfg.init_checkpoint)
+        init = load_checkpoint(cfg.init_checkpoint)[0].without_k_ranker()  # training never trains a ranker
         if init.cfg != cfg.model:
             raise ValueError(f"--init-checkpoint {cfg.init_checkpoint} has model config {init.cfg}, but the run "
                              f"uses {cfg.model}; build the run's model config from the checkpoint")

@@ -21,7 +21,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.refinement import DEFAULT_REFINE, REFINES
-from model.selection import DEFAULT_K_SELECTION, K_SELECTIONS
+from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
 from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
 from pipeline.evaluation import plots, report, suites
@@ -87,8 +87,8 @@ class EvalConfig:
         select_methods(self.methods)  # unknown method names fail here, before any work
         if self.refine is not None and self.refine not in REFINES:
             raise ValueError(f"unknown refine {self.refine!r} (--refine): use one of {REFINES}")
-        if self.k_selection is not None and self.k_selection not in K_SELECTIONS:
-            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {K_SELECTIONS}")
+        if self.k_selection is not None and self.k_selection not in ESTIMATOR_K_SELECTIONS:
+            raise ValueError(f"unknown k_selection {self.k_selection!r}: use one of {ESTIMATOR_K_SELECTIONS}")
         if self.n_estimators is not None and self.n_estimators < 1:
             raise ValueError(f"n_estimators must be >= 1 (--n-estimators), or None for the estimator's default, "
                              f"got {self.n_estimators}")
@@ -328,7 +328,7 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
             f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s; "
             f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
             "",
-            f"TabClustPFN: K by `{cfg.k_selection or DEFAULT_K_SELECTION}`, "
+            f"TabClustPFN: K by `{cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION}`, "
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
             + (", one-cluster answer allowed (`allow_single_cluster`)." if cfg.allow_single_cluster else "."),

@@ -137,3 +137,49 @@ def test_choose_structure_keeps_the_option_off_when_a_threshold_costs_partitione
     # mean gain over the two sets: z > 0 (-0.533 + 1.0) / 2 = 0.233, z > 1 (-0.4 + 0.833) / 2 = 0.217,
     # z > 2 and z > 3 (-0.267 + 0.667 or 0.5) / 2: the option takes z > 0
     assert option == 0.0
+
+
+def _ranked(tmp_path, name: str, seed: int) -> str:
+    """The shipped network with a K ranker of random weights (``seed``)."""
+    import dataclasses
+
+    import torch
+
+    from model.checkpoint import load_checkpoint, save_checkpoint
+    from model.k_ranker import KRanker
+    from model.network import TabClustNet
+
+    net = load_checkpoint(default_checkpoint_path())[0].without_k_ranker()
+    ranked = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    torch.manual_seed(seed)
+    ranked.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in KRanker().state_dict().items()}})
+    path = tmp_path / f"{name}.pt"
+    save_checkpoint(path, ranked, {"steps": 0})
+    return str(path)
+
+
+def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_path, capsys):
+    from benchmarks.choose_k_rule import SETS, main
+    from benchmarks.k_rule_records import main as records
+
+    folder = tmp_path / "records"
+    records(["--set", "prior", "--tasks", "3", "--workers", "1", "--out", str(folder)])
+    with np.load(folder / "prior.npz") as d:
+        prior = {k: d[k] for k in d.files}
+    assert prior["features"].shape[0] == 3 and str(prior["weights_sha256"]) != ""
+    for which in SETS[1:]:  # the other sets: the same records under their names
+        np.savez(folder / f"{which}.npz", **prior)
+    out = tmp_path / "choice"
+    main([_ranked(tmp_path, "r0", 0), "--records", str(folder), "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 3 * len(SETS)
+    for rule in ("expected_ari", "silhouette", "expected_ari+silhouette", "r0"):
+        assert df[rule].between(-1, 1).all() and df[f"{rule}_k"].between(2, 10).all()
+    report = (tmp_path / "choice.md").read_text()
+    assert "| prior | 3 | expected_ari | " in report and "+0.0000 +- 0.0000 | 0 / 0" in report
+    assert "- `r0`: " in report and "Chosen: " in report and "Command: `python benchmarks/choose_k_rule.py" in report
+
+    for which in SETS:  # records of another network are refused
+        np.savez(folder / f"{which}.npz", **{**prior, "weights_sha256": np.array("0" * 64)})
+    with pytest.raises(SystemExit, match="recompute them with benchmarks/k_rule_records.py"):
+        main([_ranked(tmp_path, "r1", 1), "--records", str(folder), "--out", str(out)])

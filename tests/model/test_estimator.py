@@ -57,7 +57,7 @@ def test_posterior_mode_rule_picks_the_most_probable_k(tiny_checkpoint):
 def test_expected_ari_rule_picks_the_partition_agreeing_most_with_the_posterior(tiny_checkpoint):
     X = _blobs()  # one column ordering: the posterior-weighted ARI with the candidates themselves
     est = TabClustPFN(refine="none", checkpoint=tiny_checkpoint, n_estimators=1).fit(X)
-    assert est.k_selection == "expected_ari"
+    assert est.k_selection_ == "expected_ari"  # "auto" without a K ranker in the checkpoint
     fixed = {k: TabClustPFN(refine="none", n_clusters=k, checkpoint=tiny_checkpoint, n_estimators=1).fit(X).labels_
              for k in range(2, K_MAX + 1)}
     for k, score in est.k_scores_.items():  # the score is the posterior-weighted ARI with every other candidate

@@ -1,0 +1,156 @@
+"""How K is chosen among the refined candidates, chosen on development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/k_rule_records.py --out outputs/k-rule
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_k_rule.py runs/k-ranker/s0.pt runs/k-ranker/s1.pt \
+        --records outputs/k-rule --out docs/results/choice-k-rule
+
+From the development sets' records (``benchmarks/k_rule_records.py``: each table's candidates K = 2..k_hi with
+their features and ARI, computed once by the network), every rule picks one candidate per table:
+
+- ``expected_ari``: the rule of the shipped estimator before the ranker (highest expected ARI under CIN's
+  posterior), the baseline;
+- ``silhouette``: the candidate of highest silhouette (the KMeans+ peer's rule, on the network's candidates);
+- ``expected_ari+silhouette``: the sum of the two;
+- each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), which must sit on the network the
+  records were computed with (its weights' sha256 is checked).
+
+Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari`` table
+by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
+(docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on
+none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
+Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each rule's K and ARI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from model.k_features import FEATURES
+
+SETS = ("prior", "noisy", "one-informative", "dev")
+GAIN_SE, LOSS_SE = 2.0, 1.0
+BASELINE = "expected_ari"
+
+
+def argmax_rule(score: np.ndarray) -> np.ndarray:
+    """Index of the best admissible candidate per table (NaN: not admissible; ties: the smallest K)."""
+    return np.argmax(np.where(np.isnan(score), -np.inf, score), axis=1)
+
+
+def load_rankers(paths: list[str], weights_sha: str) -> dict[str, object]:
+    from model.checkpoint import load_checkpoint, weights_sha256
+
+    rankers = {}
+    for path in paths:
+        net, _ = load_checkpoint(path)
+        if net.k_ranker is None:
+            raise SystemExit(f"error: {path} carries no K ranker (fit one with jobs/fit_k_ranker.py)")
+        sha = weights_sha256(net.without_k_ranker().state_dict())
+        if sha != weights_sha:
+            raise SystemExit(f"error: {path} sits on network {sha[:12]}, the records were computed with "
+                             f"{weights_sha[:12]}: recompute them with benchmarks/k_rule_records.py --checkpoint")
+        rankers[Path(path).stem] = net.k_ranker
+    return rankers
+
+
+def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, np.ndarray]:
+    import torch
+
+    f = rec["features"]
+    col = {name: f[..., i] for i, name in enumerate(FEATURES)}
+    out = {BASELINE: argmax_rule(col["exp_ari"]), "silhouette": argmax_rule(col["silhouette"]),
+           "expected_ari+silhouette": argmax_rule(col["exp_ari"] + col["silhouette"])}
+    admissible = torch.as_tensor(~np.isnan(rec["ari"]))
+    feats = torch.as_tensor(np.nan_to_num(f, nan=0.0), dtype=torch.float32)
+    for name, ranker in rankers.items():
+        with torch.no_grad():
+            out[name] = ranker(feats, admissible).argmax(-1).numpy()
+    return out
+
+
+def table(df: pd.DataFrame, rules: list[str]) -> tuple[list[str], dict[str, dict[str, tuple[float, float]]]]:
+    lines = ["| set | tables | rule | median ARI | mean ARI | against expected_ari (mean +- s.e.) | better / worse "
+             "| mean abs K error |", "|---|---|---|---|---|---|---|---|"]
+    diffs: dict[str, dict[str, tuple[float, float]]] = {r: {} for r in rules}
+    for which, part in df.groupby("set", sort=False):
+        for rule in rules:
+            d = part[rule] - part[BASELINE]
+            se = float(d.std(ddof=1) / np.sqrt(len(d)))
+            diffs[rule][which] = (float(d.mean()), se)
+            lines.append(f"| {which} | {len(part)} | {rule} | {part[rule].median():.3f} | {part[rule].mean():.3f} | "
+                         f"{d.mean():+.4f} +- {se:.4f} | {(d > 1e-9).sum()} / {(d < -1e-9).sum()} | "
+                         f"{(part[rule + '_k'] - part.K).abs().mean():.2f} |")
+    return lines, diffs
+
+
+def verdict(diffs: dict[str, dict[str, tuple[float, float]]]) -> tuple[str | None, list[str]]:
+    lines, qualified = [], {}
+    for rule, per_set in diffs.items():
+        if rule == BASELINE:
+            continue
+        gains = [s for s, (m, se) in per_set.items() if m > GAIN_SE * se]
+        losses = [s for s, (m, se) in per_set.items() if m < -LOSS_SE * se]
+        ok = bool(gains) and not losses
+        if ok:
+            qualified[rule] = float(np.mean([m for m, _ in per_set.values()]))
+        lines.append(f"- `{rule}`: {'qualifies' if ok else 'does not qualify'} (gains beyond 2 s.e. on "
+                     f"{', '.join(gains) or 'no set'}; losses beyond 1 s.e. on {', '.join(losses) or 'no set'})")
+    chosen = max(qualified, key=qualified.get) if qualified else None
+    return chosen, lines
+
+
+def main(argv=None) -> None:
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoints", nargs="*", help="checkpoints carrying a K ranker, on the records' network")
+    ap.add_argument("--records", default="outputs/k-rule")
+    ap.add_argument("--out", default="docs/results/choice-k-rule")
+    args = ap.parse_args(argv)
+    root = Path(args.records)
+    recs = {}
+    for which in SETS:
+        path = root / f"{which}.npz"
+        if not path.exists():
+            raise SystemExit(f"error: no records {path}: run benchmarks/k_rule_records.py --out {root}")
+        with np.load(path) as d:
+            recs[which] = {k: d[k] for k in d.files}
+    shas = {str(r["weights_sha256"]) for r in recs.values()}
+    if len(shas) != 1:
+        raise SystemExit(f"error: the sets' records come from different networks {sorted(shas)}")
+    rankers = load_rankers(args.checkpoints, shas.pop())
+    rows = []
+    for which, rec in recs.items():
+        chosen = picks(rec, rankers)
+        t = np.arange(len(rec["ari"]))
+        for j, name in enumerate(rec["names"]):
+            row = {"set": which, "table": str(name), "K": int(rec["k_true"][j]), "k_hi": int(rec["k_hi"][j])}
+            for rule, pick in chosen.items():
+                row[rule] = float(rec["ari"][t, pick][j])
+                row[rule + "_k"] = int(pick[j]) + 2
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    rules = [BASELINE, "silhouette", "expected_ari+silhouette", *rankers]
+    lines, diffs = table(df, rules)
+    chosen, verdicts = verdict(diffs)
+    given = sys.argv[1:] if argv is None else list(argv)
+    out = ["# How K is chosen among the refined candidates (development sets, K inferred)", "", *lines, "",
+           "Protocol: a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on "
+           "none; the qualifying rule with the largest mean gain over the sets is chosen.", "", *verdicts, "",
+           f"Chosen: {'`' + chosen + '`' if chosen else 'none (the baseline stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
+           *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    df.to_csv(args.out + ".csv", index=False)
+    Path(args.out + ".md").write_text("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""What a table's candidate partitions look like in its own space: per-K features for a learned choice of K.
+
+CIN reads only the network's soft partitions (their Gram fingerprints), never the rows: two crisp partitions of
+three round blobs, into 3 and into 4, can look alike to it. These features describe each candidate partition
+(K = 2..K_max, after the test-time refinement) against the rows it partitions, in the design space the refinement
+uses (z-normalised numeric columns, categorical codes one-hot), together with what the network said of it:
+
+* ``log_post``: log of CIN's posterior p(K | X) (ensemble average);
+* ``exp_ari``: the candidate's expected ARI under the posterior (:func:`model.selection.select_k`);
+* ``silhouette``: the mean silhouette of the candidate on at most ``SILHOUETTE_ROWS`` rows;
+* ``log_within``: log of the within-cluster sum of squares over the total (0 for one cluster);
+* ``drop``: how much ``log_within`` fell from K - 1 to K (from one cluster for K = 2);
+* ``log_ch``: log of the Calinski-Harabasz ratio;
+* ``smallest``: the smallest cluster's share of the rows, times K (1: equal sizes);
+* ``moved``: the share of rows the refinement moved away from the network's argmax;
+* ``crisp``: the network's mean largest membership probability at K.
+
+Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
+SILHOUETTE_ROWS = 400
+FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch", "smallest", "moved", "crisp")
+
+
+def silhouettes(distances: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Mean silhouette of each partition in ``labels`` (C, n) over a precomputed (n, n) distance matrix; as
+    ``sklearn.metrics.silhouette_score`` (a row alone in its cluster scores 0), and 0 for a single cluster."""
+    out = np.zeros(labels.shape[0])
+    n = distances.shape[0]
+    for c, lab in enumerate(labels):
+        groups, lab = np.unique(lab, return_inverse=True)
+        k = len(groups)
+        if k < 2:
+            continue
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), lab] = 1.0
+        sums = distances @ onehot  # (n, k): each row's total distance to each cluster
+        counts = onehot.sum(0)
+        own = counts[lab]
+        a = sums[np.arange(n), lab] / np.maximum(own - 1, 1)
+        other = sums / counts[None]
+        other[np.arange(n), lab] = np.inf
+        b = other.min(1)
+        s = np.where(own > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+        out[c] = s.mean()
+    return out
+
+
+def within_ratios(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Within-cluster sum of squares over the total, per partition in ``labels`` (C, N)."""
+    total = max(float(((X - X.mean(0)) ** 2).sum()), 1e-300)
+    out = np.ones(labels.shape[0])
+    sq = (X**2).sum(1)
+    for c, lab in enumerate(labels):
+        _, lab = np.unique(lab, return_inverse=True)
+        counts = np.bincount(lab)
+        sums = np.zeros((len(counts), X.shape[1]))
+        np.add.at(sums, lab, X)
+        within = sq.sum() - float(((sums**2).sum(1) / counts).sum())
+        out[c] = max(within, 0.0) / total
+    return out
+
+
+def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
+                       scores: np.ndarray, k_hi: int) -> np.ndarray:
+    """Features (``FEATURES``) of candidates K = 2..k_hi -> (k_hi - 1, len(FEATURES)).
+
+    X : (N, P) the rows in the design space; candidates : (>= k_hi - 1, N) hard partitions for K = 2..;
+    probs : (K_max-1, N, K_max) the network's soft partitions; posterior : (K_max-1,) p(K | X);
+    scores : (K_max-1,) the expected ARI of each candidate (``select_k``'s scores).
+    """
+    n = X.shape[0]
+    c = k_hi - 1
+    labels = np.asarray(candidates[:c])
+    rows = np.arange(n)
+    if n > SILHOUETTE_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, SILHOUETTE_ROWS, replace=False))
+    sub = X[rows]
+    sq = (sub**2).sum(1)
+    distances = np.sqrt(np.maximum(sq[:, None] + sq[None] - 2.0 * sub @ sub.T, 0.0))
+    np.fill_diagonal(distances, 0.0)
+    sil = silhouettes(distances, labels[:, rows])
+    ratio = np.clip(within_ratios(X, labels), 1e-12, 1.0)
+    log_within = np.log(ratio)
+    drop = -np.diff(np.concatenate([[0.0], log_within]))
+    ks = np.arange(2, k_hi + 1)
+    ch = (1.0 - ratio) / ratio * (n - ks) / np.maximum(ks - 1, 1)
+    smallest = np.array([np.bincount(lab, minlength=k).min() / n * k for lab, k in zip(labels, ks)])
+    net = probs[:c].argmax(-1)
+    moved = (net != labels).mean(1)  # the refinement keeps the network's cluster indices
+    crisp = probs[:c].max(-1).mean(1)
+    post = np.asarray(posterior[:c], dtype=np.float64)
+    post = post / max(post.sum(), 1e-300)
+    return np.stack([np.log(np.maximum(post, 1e-12)), np.asarray(scores[:c], dtype=np.float64), sil, log_within,
+                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp], axis=1)

@@ -1,0 +1,99 @@
+"""A learned choice of K: a small MLP scores each candidate partition from its features (:mod:`model.k_features`).
+
+The network proposes a partition for every K and CIN a posterior over K read from those partitions alone. The
+ranker reads, for each candidate K, the posterior and expected ARI together with the candidate's geometry in the
+table's own space (silhouette, within-cluster variance and its drop from K - 1, Calinski-Harabasz, cluster sizes,
+how far the refinement moved it), and is fitted on prior tables to maximise the ARI of the candidate it picks:
+its loss is the expected ARI of a softmax choice over the admissible candidates, the decision's own objective.
+
+Inputs per candidate (``input_width``): the features, three of them also relative to their best over the
+table's candidates (log posterior, expected ARI, silhouette), and K / 10; standardised by the training set's
+mean and deviation (buffers of the module, so they travel with its weights).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from model.k_features import FEATURES
+
+#: Features also given relative to their best over the table's admissible candidates.
+RELATIVE = ("log_post", "exp_ari", "silhouette")
+HIDDEN = 32
+
+
+def input_width() -> int:
+    return len(FEATURES) + len(RELATIVE) + 1
+
+
+def ranker_inputs(features: torch.Tensor, admissible: torch.Tensor) -> torch.Tensor:
+    """features (B, C, F) for K = 2..C+1 (any value where not admissible), admissible (B, C) bool -> (B, C, W)."""
+    feats = torch.where(admissible[..., None], features, torch.zeros_like(features))
+    rel = []
+    for name in RELATIVE:
+        col = feats[..., FEATURES.index(name)]
+        best = col.masked_fill(~admissible, -torch.inf).amax(-1, keepdim=True)
+        rel.append(torch.where(admissible, col - best, torch.zeros_like(col)))
+    ks = torch.arange(2, features.shape[1] + 2, dtype=feats.dtype, device=feats.device) / 10.0
+    return torch.cat([feats, torch.stack(rel, -1), ks.expand(features.shape[:2])[..., None]], -1)
+
+
+class KRanker(nn.Module):
+    """Scores (B, C) of candidates K = 2..C+1 from their features; -inf where not admissible."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        w = input_width()
+        self.register_buffer("mean", torch.zeros(w))
+        self.register_buffer("std", torch.ones(w))
+        self.mlp = nn.Sequential(nn.Linear(w, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, HIDDEN), nn.GELU(),
+                                 nn.Linear(HIDDEN, 1))
+
+    def forward(self, features: torch.Tensor, admissible: torch.Tensor) -> torch.Tensor:
+        x = (ranker_inputs(features, admissible) - self.mean) / self.std
+        return self.mlp(x).squeeze(-1).masked_fill(~admissible, -torch.inf)
+
+    def choose(self, features: np.ndarray) -> tuple[int, np.ndarray]:
+        """One table's features (C, F) of its admissible candidates K = 2..C+1 -> (chosen K, scores (C,))."""
+        with torch.no_grad():
+            f = torch.as_tensor(np.asarray(features, dtype=np.float32), device=self.mean.device)[None]
+            admissible = torch.ones(f.shape[:2], dtype=torch.bool, device=f.device)
+            scores = self(f, admissible)[0].double().cpu().numpy()
+        return int(np.argmax(scores)) + 2, scores
+
+
+def fit_ranker(features: np.ndarray, ari: np.ndarray, epochs: int = 1500, lr: float = 3e-3,
+               weight_decay: float = 1e-4, seed: int = 0, log_every: int = 0) -> KRanker:
+    """Fit a :class:`KRanker` on T tables: ``features`` (T, C, F) and each candidate's ``ari`` (T, C) against the
+    labels, NaN where a candidate is not admissible. Full-batch Adam on the expected ARI of a softmax choice."""
+    torch.manual_seed(seed)
+    f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
+    admissible = torch.as_tensor(~np.isnan(ari))
+    target = torch.as_tensor(np.nan_to_num(ari, nan=0.0), dtype=torch.float32)
+    ranker = KRanker()
+    x = ranker_inputs(f, admissible)[admissible]
+    ranker.mean.copy_(x.mean(0))
+    ranker.std.copy_(x.std(0).clamp(min=1e-6))
+    opt = torch.optim.AdamW(ranker.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs)
+    for epoch in range(epochs):
+        scores = ranker(f, admissible)
+        loss = -(torch.softmax(scores, -1) * target).sum(-1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if log_every and epoch % log_every == 0:
+            print(f"epoch {epoch}: expected ARI {-loss.item():.4f}", flush=True)
+    return ranker.eval()
+
+
+def chosen_ari(ranker: KRanker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
+    """The ARI of the candidate the ranker picks on each of T tables (records as :func:`fit_ranker`'s)."""
+    with torch.no_grad():
+        f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
+        admissible = torch.as_tensor(~np.isnan(ari))
+        pick = ranker(f, admissible).argmax(-1).numpy()
+    return ari[np.arange(len(ari)), pick]

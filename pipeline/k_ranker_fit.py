@@ -1,0 +1,204 @@
+"""Fitting a checkpoint's K ranker (:mod:`model.k_ranker`) to its frozen network, on prior tables.
+
+1. **Records.** Prior tables with seeds ``TRAIN_SEED + i`` (which neither training, validation nor the
+   development sets draw), N 100-1000: half of the paper's prior as it is, a quarter with pure-noise columns in
+   half of them and contaminated rows in 30 % (:mod:`priors.nuisance`), a quarter with 50-90 % noise columns
+   beside as few as one informative column. Each is clustered as ``TabClustPFN`` does by default (preprocessing,
+   4 column orderings, every candidate refined by two k-means steps) and its record keeps, per candidate K, the
+   features of :mod:`model.k_features` and the candidate's ARI against the labels. Records are computed in local
+   worker processes (``workers``; 1: in this process), in chunks kept on disk under the weights' sha256, so a
+   rerun (more tables, another seed) computes only what is missing.
+2. **Fit.** :func:`model.k_ranker.fit_ranker` on all but the last ``val_tables`` records; those held out compare
+   the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its standard error).
+3. **Checkpoint.** The network with the ranker (``ModelConfig.k_ranker``), its lineage extended by one phase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: First seed of the ranker's tables: below the validation seeds (2**62 + i), above every run's task seeds
+#: (run_seed * 2**40 + ..., run seeds far below 2**20) and the development sets' one-mode seeds.
+TRAIN_SEED = 2**61
+#: Records per chunk file (and per worker call).
+CHUNK = 250
+_NETS: dict[str, Any] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class RankerFitConfig:
+    checkpoint: str
+    out: str
+    records_dir: str = "runs/k-ranker-records"
+    tables: int = 6000
+    val_tables: int = 600
+    epochs: int = 1500
+    seed: int = 0
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.tables < 2 or not 1 <= self.val_tables < self.tables:
+            raise ValueError(f"need tables >= 2 and 1 <= val_tables < tables, got tables={self.tables}, "
+                             f"val_tables={self.val_tables}")
+        if self.epochs < 1 or self.workers < 1:
+            raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
+
+
+def train_table(i: int):
+    """The ``i``-th table of the ranker's set -> (name, DataFrame, labels)."""
+    from pipeline.config import StreamConfig
+    from pipeline.evaluation.suites import prior_frame
+    from priors.sample import sample_dataset
+
+    prior = dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000))
+    if i % 4 == 2:
+        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_noise_features=0.5,
+                                                                        p_contamination=0.3))
+    elif i % 4 == 3:
+        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(
+            prior.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
+    task = sample_dataset(TRAIN_SEED + i, kind="mix", config=prior)
+    return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
+def table_record(net, frame, y) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """One table clustered as ``TabClustPFN`` does by default -> (features (K_max-1, F), ARI (K_max-1,), true K,
+    k_hi), NaN beyond k_hi."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
+    from model.k_features import FEATURES, candidate_features
+    from model.preprocessing import TablePreprocessor
+    from model.refinement import design, one_hot_widths, refine_candidates
+    from model.selection import select_k
+
+    c_max = net.cfg.k_max - 1
+    Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
+                               max_categories=net.cfg.max_categories).fit_transform(frame)
+    member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
+    probs, post, _ = combine_members(member_probs, member_post)
+    k_hi = min(net.cfg.k_max, len(y) - 1)
+    X = design(Z, cat, one_hot_widths(Z, cat))
+    candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
+    _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
+    feats = np.full((c_max, len(FEATURES)), np.nan)
+    feats[: k_hi - 1] = candidate_features(X, candidates, probs, post, scores, k_hi)
+    ari = np.full(c_max, np.nan)
+    ari[: k_hi - 1] = [adjusted_rand_score(y, candidates[c]) for c in range(k_hi - 1)]
+    return feats, ari, int(len(np.unique(y))), k_hi
+
+
+def records_for(net, tables) -> dict[str, np.ndarray]:
+    """Records of ``(name, frame, labels)`` tables -> arrays ``names``, ``features``, ``ari``, ``k_true``, ``k_hi``."""
+    import torch
+
+    rows = []
+    with torch.no_grad():
+        for name, frame, y in tables:
+            rows.append((name, *table_record(net, frame, y)))
+    return {"names": np.array([r[0] for r in rows]), "features": np.stack([r[1] for r in rows]),
+            "ari": np.stack([r[2] for r in rows]), "k_true": np.array([r[3] for r in rows]),
+            "k_hi": np.array([r[4] for r in rows])}
+
+
+def _chunk(args: tuple[str, int, int, str]) -> str:
+    """Worker: the records of tables start..stop-1, written atomically to ``path``."""
+    checkpoint, start, stop, path = args
+    import torch
+
+    from model.checkpoint import load_checkpoint
+
+    torch.set_num_threads(1)
+    if checkpoint not in _NETS:
+        _NETS[checkpoint] = load_checkpoint(checkpoint)[0].without_k_ranker().eval()
+    rec = records_for(_NETS[checkpoint], (train_table(i) for i in range(start, stop)))
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **rec)
+    os.replace(tmp, path)
+    return path
+
+
+def build_records(checkpoint: str, tables: int, records_dir: str, weights_sha: str, workers: int
+                  ) -> dict[str, np.ndarray]:
+    """Records of tables 0..tables-1 for the network of ``weights_sha``, computing only the chunks not on disk."""
+    folder = Path(records_dir) / weights_sha[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    chunks = [(s, min(s + CHUNK, tables)) for s in range(0, tables, CHUNK)]
+    paths = [str(folder / f"tables-{s:07d}-{e:07d}.npz") for s, e in chunks]
+    todo = [(checkpoint, s, e, p) for (s, e), p in zip(chunks, paths) if not Path(p).exists()]
+    if todo:
+        logger.info("computing %d of %d record chunks (%d tables each) in %d processes", len(todo), len(chunks),
+                    CHUNK, workers)
+        if workers == 1:  # in this process
+            for job in todo:
+                logger.info("wrote %s", _chunk(job))
+        else:
+            with ProcessPoolExecutor(workers) as pool:
+                for done in pool.map(_chunk, todo):
+                    logger.info("wrote %s", done)
+    parts = []
+    for p in paths:
+        with np.load(p) as d:
+            parts.append({k: d[k] for k in d.files})
+    return {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+
+
+def paired_choice(ranker, features: np.ndarray, ari: np.ndarray) -> dict[str, float]:
+    """The ranker's pick against the expected-ARI rule's on the same tables: mean ARI of both, the paired mean
+    difference and its standard error, tables better / worse."""
+    from model.k_features import FEATURES
+    from model.k_ranker import chosen_ari
+
+    ours = chosen_ari(ranker, features, ari)
+    exp = features[..., FEATURES.index("exp_ari")]
+    base = ari[np.arange(len(ari)), np.nanargmax(np.where(np.isnan(exp), -np.inf, exp), axis=1)]
+    d = ours - base
+    return {"tables": int(len(d)), "ranker_ari": float(ours.mean()), "expected_ari_ari": float(base.mean()),
+            "paired_mean": float(d.mean()), "paired_se": float(d.std(ddof=1) / np.sqrt(len(d))),
+            "better": int((d > 1e-9).sum()), "worse": int((d < -1e-9).sum())}
+
+
+def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
+    """The three stages (module docstring) -> a summary; the checkpoint is written to ``cfg.out``."""
+    from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+    from model.k_ranker import fit_ranker
+    from model.lineage import inherited_lineage
+    from model.network import TabClustNet
+
+    start = time.perf_counter()
+    parent, metadata = load_checkpoint(cfg.checkpoint)
+    net = parent.without_k_ranker()
+    sha = weights_sha256(net.state_dict())
+    rec = build_records(str(Path(cfg.checkpoint).resolve()), cfg.tables, cfg.records_dir, sha, cfg.workers)
+    fit, held = slice(0, cfg.tables - cfg.val_tables), slice(cfg.tables - cfg.val_tables, cfg.tables)
+    ranker = fit_ranker(rec["features"][fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed)
+    held_out = paired_choice(ranker, rec["features"][held], rec["ari"][held])
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
+    lineage, inherited_tasks = inherited_lineage(metadata)
+    wall = time.perf_counter() - start
+    phase = {"phase": len(lineage) + 1, "run": Path(cfg.out).stem, "seed": cfg.seed, "steps": 0,
+             "tasks": cfg.tables, "wall_s": round(wall, 1),
+             "device": f"{platform.machine()} CPU, {cfg.workers} processes",
+             "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
+                     f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
+                     f"{cfg.epochs} epochs, seed {cfg.seed}",
+             "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict())}}
+    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
+                "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],
+                "total_tasks_seen": inherited_tasks + cfg.tables}
+    save_checkpoint(cfg.out, out_net, new_meta)
+    return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
+            "wall_s": round(wall, 1)}

@@ -1,0 +1,149 @@
+"""The learned choice of K: candidate features (model.k_features), the ranker (model.k_ranker), and how the
+estimator, checkpoints and training treat a network that carries one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_blobs
+from sklearn.metrics import silhouette_score
+
+from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+from model.estimator import TabClustPFN
+from model.k_features import FEATURES, candidate_features, silhouettes, within_ratios
+from model.k_ranker import KRanker, chosen_ari, fit_ranker, ranker_inputs
+from model.lineage import average_checkpoints
+from model.network import TabClustNet
+from tests.model.conftest import make_tiny_net
+
+
+def test_silhouettes_match_sklearn():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    labels = np.stack([rng.integers(0, k, 60) for k in (2, 3, 5)])
+    labels[2, 0] = 7  # a singleton cluster scores 0, as in scikit-learn
+    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    ours = silhouettes(d, labels)
+    for lab, s in zip(labels, ours):
+        assert s == pytest.approx(silhouette_score(X, lab), abs=1e-10)
+    assert silhouettes(d, np.zeros((1, 60), int))[0] == 0.0
+
+
+def test_within_ratios_are_the_unexplained_share_of_variance():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 4))
+    lab = rng.integers(0, 3, 50)
+    total = ((X - X.mean(0)) ** 2).sum()
+    within = sum(((X[lab == c] - X[lab == c].mean(0)) ** 2).sum() for c in range(3))
+    assert within_ratios(X, lab[None])[0] == pytest.approx(within / total)
+    assert within_ratios(X, np.zeros((1, 50), int))[0] == pytest.approx(1.0)
+
+
+def test_candidate_features_see_the_right_k_of_clean_blobs():
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=0.5, random_state=0)
+    labels = []
+    from sklearn.cluster import KMeans
+    for k in range(2, 6):
+        labels.append(KMeans(k, n_init=4, random_state=0).fit_predict(X))
+    labels = np.stack(labels)
+    k_max = 5
+    probs = np.zeros((k_max - 1, 300, k_max))
+    for c, lab in enumerate(labels):
+        probs[c, np.arange(300), lab] = 1.0
+    posterior = np.full(k_max - 1, 0.25)
+    scores = np.linspace(0.1, 0.4, k_max - 1)
+    f = candidate_features(X, labels, probs, posterior, scores, k_hi=5)
+    assert f.shape == (4, len(FEATURES))
+    col = {n: f[:, i] for i, n in enumerate(FEATURES)}
+    assert np.argmax(col["silhouette"]) == 1  # K = 3
+    assert np.argmax(col["drop"][1:]) + 1 == 1  # the within-cluster variance falls most up to K = 3
+    assert np.allclose(col["moved"], 0.0) and np.allclose(col["crisp"], 1.0)
+    assert np.allclose(col["exp_ari"], scores) and np.allclose(col["log_post"], np.log(0.25))
+
+
+def test_ranker_inputs_relative_to_the_best_admissible_candidate():
+    f = torch.zeros(1, 3, len(FEATURES))
+    f[0, :, FEATURES.index("silhouette")] = torch.tensor([0.2, 0.5, 0.9])
+    admissible = torch.tensor([[True, True, False]])
+    x = ranker_inputs(f, admissible)
+    rel = x[0, :, len(FEATURES) + 2]  # silhouette relative to the best admissible one (0.5, not 0.9)
+    assert torch.allclose(rel, torch.tensor([-0.3, 0.0, 0.0]))
+    assert torch.allclose(x[0, :, -1], torch.tensor([0.2, 0.3, 0.4]))
+
+
+def _synthetic_records(n: int, seed: int):
+    """Tables whose best candidate is the one of highest silhouette, while the expected ARI points elsewhere."""
+    rng = np.random.default_rng(seed)
+    c = 6
+    feats = rng.normal(size=(n, c, len(FEATURES)))
+    best = rng.integers(0, c, n)
+    ari = rng.uniform(0.0, 0.4, size=(n, c))
+    ari[np.arange(n), best] = 0.9
+    feats[..., FEATURES.index("silhouette")] = rng.uniform(0.0, 0.3, size=(n, c))
+    feats[np.arange(n), best, FEATURES.index("silhouette")] = 0.6
+    feats[np.arange(n), (best + 1) % c, FEATURES.index("exp_ari")] = 5.0
+    ari[rng.random(n) < 0.3, -1] = np.nan  # some tables have fewer admissible candidates
+    ari[np.isnan(ari[:, -1]) & (best == c - 1), -1] = 0.9
+    return feats, ari
+
+
+def test_fit_ranker_learns_which_feature_marks_the_best_candidate():
+    feats, ari = _synthetic_records(400, 0)
+    ranker = fit_ranker(feats, ari, epochs=300, seed=0)
+    test_f, test_a = _synthetic_records(200, 1)
+    picked = chosen_ari(ranker, test_f, test_a)
+    assert np.nanmean(picked) > 0.8  # the expected-ARI feature would pick 0.2 on average
+    assert not np.isnan(picked).any()  # never an inadmissible candidate
+    k, scores = ranker.choose(test_f[0, :4])
+    assert 2 <= k <= 5 and scores.shape == (4,)
+
+
+def _ranked_checkpoint(tmp_path, seed: int = 0) -> str:
+    net = make_tiny_net(0)
+    with_ranker = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    torch.manual_seed(seed)
+    ranker = KRanker()
+    with_ranker.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
+    path = tmp_path / f"ranked{seed}.pt"
+    save_checkpoint(path, with_ranker, {"steps": 0})
+    return str(path)
+
+
+def test_estimator_uses_the_checkpoints_ranker_and_says_so(tmp_path, tiny_checkpoint):
+    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    path = _ranked_checkpoint(tmp_path)
+    net, _ = load_checkpoint(path)
+    est = TabClustPFN(checkpoint=path).fit(X)
+    assert est.k_selection_ == "ranker"
+    scores = np.array([est.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])
+    assert est.n_clusters_ == int(np.argmax(scores)) + 2  # the ranker's best score is the chosen K
+    capped = TabClustPFN(checkpoint=path, max_clusters=3).fit(X)
+    assert capped.n_clusters_ <= 3 and capped.k_scores_[4] == -np.inf
+    assert TabClustPFN(checkpoint=path, k_selection="expected_ari").fit(X).k_selection_ == "expected_ari"
+    assert TabClustPFN(checkpoint=path, refine="none").fit(X).k_selection_ == "expected_ari"  # auto
+    assert TabClustPFN(checkpoint=tiny_checkpoint).fit(X).k_selection_ == "expected_ari"  # no ranker: auto
+    assert TabClustPFN(checkpoint=path, n_clusters=3).fit(X).k_selection_ == "given"
+
+
+def test_ranker_rule_refuses_what_cannot_give_it(tmp_path, tiny_checkpoint):
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    with pytest.raises(ValueError, match="has none: fit one with jobs/fit_k_ranker.py"):
+        TabClustPFN(checkpoint=tiny_checkpoint, k_selection="ranker").fit(X)
+    with pytest.raises(ValueError, match="needs refine='kmeans'"):
+        TabClustPFN(checkpoint=_ranked_checkpoint(tmp_path), k_selection="ranker", refine="none").fit(X)
+
+
+def test_without_k_ranker_keeps_every_other_weight(tmp_path):
+    net, _ = load_checkpoint(_ranked_checkpoint(tmp_path))
+    bare = net.without_k_ranker()
+    assert bare.k_ranker is None and not bare.cfg.k_ranker
+    assert weights_sha256(bare.state_dict()) == weights_sha256(make_tiny_net(0).state_dict())
+    assert bare.without_k_ranker() is bare
+
+
+def test_averaging_drops_the_parents_rankers(tmp_path):
+    net, _ = average_checkpoints([_ranked_checkpoint(tmp_path, 0), _ranked_checkpoint(tmp_path, 1)])
+    assert net.k_ranker is None and not net.cfg.k_ranker

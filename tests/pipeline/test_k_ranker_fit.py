@@ -1,0 +1,80 @@
+"""Fitting a K ranker to a frozen network (pipeline.k_ranker_fit, jobs/fit_k_ranker.py), and training that
+continues a checkpoint carrying one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+from model.estimator import TabClustPFN
+from model.k_features import FEATURES
+from model.k_ranker import KRanker
+from model.network import TabClustNet
+from pipeline.k_ranker_fit import RankerFitConfig, fit_k_ranker, train_table
+
+
+def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path, tiny_checkpoint):
+    records = tmp_path / "records"
+    cfg = RankerFitConfig(checkpoint=tiny_checkpoint, out=str(tmp_path / "ranked.pt"), records_dir=str(records),
+                          tables=8, val_tables=2, epochs=5, workers=1)
+    summary = fit_k_ranker(cfg)
+    net, meta = load_checkpoint(cfg.out)
+    parent, parent_meta = load_checkpoint(tiny_checkpoint)
+    assert net.k_ranker is not None and net.cfg.k_ranker
+    assert weights_sha256(net.without_k_ranker().state_dict()) == weights_sha256(parent.state_dict())
+    phase = meta["lineage"][-1]
+    assert phase["tasks"] == 8 and phase["steps"] == 0 and "K ranker" in phase["what"]
+    assert phase["k_ranker"]["held_out"]["tables"] == 2 == summary["held_out"]["tables"]
+    assert meta["total_tasks_seen"] == parent_meta.get("total_tasks_seen", 0) + 8
+    (chunk,) = list(records.rglob("*.npz"))
+    with np.load(chunk) as d:
+        assert d["features"].shape == (8, net.cfg.k_max - 1, len(FEATURES))
+        assert list(d["names"]) == [f"ranker_{i}" for i in range(8)]
+        k_hi = d["k_hi"]
+        assert all(np.isnan(d["ari"][t, k - 1:]).all() and not np.isnan(d["ari"][t, :k - 1]).any()
+                   for t, k in enumerate(k_hi))
+    stamp = chunk.stat().st_mtime_ns
+    fit_k_ranker(dataclasses.replace(cfg, seed=1, out=str(tmp_path / "ranked1.pt")))  # records read, not redone
+    assert chunk.stat().st_mtime_ns == stamp
+    X, _ = train_table(0)[1:]
+    assert TabClustPFN(checkpoint=cfg.out).fit(X).k_selection_ == "ranker"
+
+
+def test_the_tables_mix_clean_noisy_and_one_informative_priors():
+    names = [train_table(i)[0] for i in range(4)]
+    assert names == ["ranker_0", "ranker_1", "ranker_2", "ranker_3"]
+    a, b = train_table(5), train_table(5)
+    assert a[1].equals(b[1]) and np.array_equal(a[2], b[2])  # deterministic by index
+
+
+def test_the_job_refuses_an_unusable_checkpoint(tmp_path, capsys):
+    from jobs.fit_k_ranker import main
+
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    assert main(["--checkpoint", str(bad), "--out", str(tmp_path / "o.pt")]) == 1
+    assert "corrupt or not a TabClustPFN checkpoint" in capsys.readouterr().err
+    assert main(["--checkpoint", str(bad), "--out", str(tmp_path / "o.pt"), "--tables", "5",
+                 "--val-tables", "5"]) == 1
+    assert "val_tables" in capsys.readouterr().err
+    assert not (tmp_path / "o.pt").exists()
+
+
+def test_a_continuation_starts_without_the_ranker(tmp_path, tiny_checkpoint):
+    from pipeline.config import TrainConfig, adopt_init_checkpoint
+    from pipeline.train_state import build_model
+
+    parent, _ = load_checkpoint(tiny_checkpoint)
+    ranked = TabClustNet(dataclasses.replace(parent.cfg, k_ranker=True))
+    ranked.load_state_dict({**parent.state_dict(), **{f"k_ranker.{k}": v for k, v in KRanker().state_dict().items()}})
+    path = tmp_path / "ranked.pt"
+    save_checkpoint(path, ranked, {"steps": 0})
+    cfg = adopt_init_checkpoint(TrainConfig(init_checkpoint=str(path), seed=5))
+    assert not cfg.model.k_ranker
+    net = build_model(cfg)
+    assert net.k_ranker is None
+    assert weights_sha256(net.state_dict()) == weights_sha256(parent.state_dict())
+    assert torch.equal(net.cin.mlp[0].weight, parent.cin.mlp[0].weight)
