@@ -30,24 +30,30 @@ FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch",
 def silhouettes(distances: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Mean silhouette of each partition in ``labels`` (C, n) over a precomputed (n, n) distance matrix; as
     ``sklearn.metrics.silhouette_score`` (a row alone in its cluster scores 0), and 0 for a single cluster."""
-    out = np.zeros(labels.shape[0])
     n = distances.shape[0]
-    for c, lab in enumerate(labels):
-        groups, lab = np.unique(lab, return_inverse=True)
-        k = len(groups)
-        if k < 2:
+    rows = np.arange(n)
+    codes, offsets = [], [0]
+    for lab in labels:
+        lab = np.unique(lab, return_inverse=True)[1]
+        codes.append(lab + offsets[-1])
+        offsets.append(offsets[-1] + int(lab.max()) + 1)
+    onehot = np.zeros((n, offsets[-1]))
+    for code in codes:
+        onehot[rows, code] = 1.0
+    sums_all = distances @ onehot  # (n, total clusters): each row's total distance to every cluster, in one product
+    counts_all = onehot.sum(0)
+    out = np.zeros(labels.shape[0])
+    for c, code in enumerate(codes):
+        lo, hi = offsets[c], offsets[c + 1]
+        if hi - lo < 2:
             continue
-        onehot = np.zeros((n, k))
-        onehot[np.arange(n), lab] = 1.0
-        sums = distances @ onehot  # (n, k): each row's total distance to each cluster
-        counts = onehot.sum(0)
+        lab, sums, counts = code - lo, sums_all[:, lo:hi], counts_all[lo:hi]
         own = counts[lab]
-        a = sums[np.arange(n), lab] / np.maximum(own - 1, 1)
+        a = sums[rows, lab] / np.maximum(own - 1, 1)
         other = sums / counts[None]
-        other[np.arange(n), lab] = np.inf
+        other[rows, lab] = np.inf
         b = other.min(1)
-        s = np.where(own > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
-        out[c] = s.mean()
+        out[c] = np.where(own > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0).mean()
     return out
 
 
@@ -59,8 +65,9 @@ def within_ratios(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     for c, lab in enumerate(labels):
         _, lab = np.unique(lab, return_inverse=True)
         counts = np.bincount(lab)
-        sums = np.zeros((len(counts), X.shape[1]))
-        np.add.at(sums, lab, X)
+        onehot = np.zeros((len(counts), X.shape[0]))
+        onehot[lab, np.arange(X.shape[0])] = 1.0
+        sums = onehot @ X  # (k, P): each cluster's sum of rows
         within = sq.sum() - float(((sums**2).sum(1) / counts).sum())
         out[c] = max(within, 0.0) / total
     return out
