@@ -323,12 +323,28 @@ def command_line(cfg: EvalConfig) -> str:
     return " ".join(parts)
 
 
+def _k_rule(cfg: EvalConfig) -> str:
+    """The estimator's K rule as the run used it, in backticks; ``auto`` also names what it resolved to."""
+    rule = cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION
+    if rule != "auto":
+        return f"`{rule}`"
+    from model.checkpoint import CheckpointError, read_checkpoint
+    from model.estimator import default_checkpoint_path
+
+    try:
+        ranker = bool(read_checkpoint(cfg.checkpoint or default_checkpoint_path())["model_config"].get("k_ranker"))
+    except CheckpointError:  # the run reports the checkpoint's own error
+        return "`auto`"
+    resolved = "the checkpoint's K ranker" if ranker and (cfg.refine or DEFAULT_REFINE) == "kmeans" else "expected_ari"
+    return f"`auto` ({resolved})"
+
+
 def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) -> list[str]:
     return [f"Command: `{command_line(cfg)}`", "",
             f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s; "
             f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
             "",
-            f"TabClustPFN: K by `{cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION}`, "
+            f"TabClustPFN: K by {_k_rule(cfg)}, "
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
             + (", one-cluster answer allowed (`allow_single_cluster`)." if cfg.allow_single_cluster else "."),
