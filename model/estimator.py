@@ -100,8 +100,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         a single Gaussian mode: its ``structure_score_`` is above ``single_cluster_z``. The network itself always
         partitions into K >= 2. Off by default, by the decision protocol (``docs/results/choice-structure.md``): on
         development data it answers one cluster for 158 of 200 one-mode tables (ARI 0 -> 1) but also for 80 of
-        400 prior tables with K >= 2 (-0.055 +- 0.008 ARI over the set), 63 of 200 with noise columns and
-        contaminated rows (-0.095 +- 0.014) and 5 of the 23 development tables (-0.024 +- 0.016). Heavy tails and
+        400 prior tables with K >= 2 (-0.058 +- 0.008 ARI over the set), 63 of 200 with noise columns and
+        contaminated rows (-0.100 +- 0.014) and 5 of the 23 development tables (-0.021 +- 0.014). Heavy tails and
         coarse levels read as one mode; a skewed single mode reads as structure.
     single_cluster_z : float, default=model.structure.DEFAULT_SINGLE_CLUSTER_Z
         With ``allow_single_cluster=True``, the ``structure_score_`` above which the answer is one cluster
