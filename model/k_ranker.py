@@ -8,7 +8,7 @@ its loss is the expected ARI of a softmax choice over the admissible candidates,
 
 Inputs per candidate (``input_width``): the features, three of them also relative to their best over the
 table's candidates (log posterior, expected ARI, silhouette), and K / 10; standardised by the training set's
-mean and deviation (buffers of the module, so they travel with its weights).
+mean and deviation (buffers of the module, so they travel with its weights) and clipped to +-``INPUT_CLIP``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ from model.k_features import FEATURES
 #: Features also given relative to their best over the table's admissible candidates.
 RELATIVE = ("log_post", "exp_ari", "silhouette")
 HIDDEN = 32
+#: Standardised inputs are clipped to +-INPUT_CLIP: degenerate tables (a few distinct rows repeated) give
+#: within-cluster variances of 0 and Calinski-Harabasz ratios of 1e12, hundreds of deviations past anything the
+#: ranker was fitted on (the fitting tables stay within -22..+58, all but 0.01 % within +-30).
+INPUT_CLIP = 30.0
 
 
 def input_width() -> int:
@@ -52,7 +56,7 @@ class KRanker(nn.Module):
                                  nn.Linear(HIDDEN, 1))
 
     def forward(self, features: torch.Tensor, admissible: torch.Tensor) -> torch.Tensor:
-        x = (ranker_inputs(features, admissible) - self.mean) / self.std
+        x = ((ranker_inputs(features, admissible) - self.mean) / self.std).clamp(-INPUT_CLIP, INPUT_CLIP)
         return self.mlp(x).squeeze(-1).masked_fill(~admissible, -torch.inf)
 
     def choose(self, features: np.ndarray) -> tuple[int, np.ndarray]:

@@ -147,3 +147,17 @@ def test_without_k_ranker_keeps_every_other_weight(tmp_path):
 def test_averaging_drops_the_parents_rankers(tmp_path):
     net, _ = average_checkpoints([_ranked_checkpoint(tmp_path, 0), _ranked_checkpoint(tmp_path, 1)])
     assert net.k_ranker is None and not net.cfg.k_ranker
+
+
+def test_inputs_past_the_fitted_range_are_clipped():
+    """A degenerate table's features (within-cluster variance 0, Calinski-Harabasz 1e12) reach the MLP clipped to
+    +-INPUT_CLIP deviations, as a candidate just inside that range would."""
+    from model.k_ranker import INPUT_CLIP
+
+    ranker = KRanker()
+    f = torch.zeros(1, 2, len(FEATURES))
+    admissible = torch.ones(1, 2, dtype=torch.bool)
+    f[0, 0, FEATURES.index("log_ch")] = 1e6
+    far = ranker(f, admissible)
+    f[0, 0, FEATURES.index("log_ch")] = INPUT_CLIP + 1.0  # std 1, mean 0: past the clip as well
+    assert torch.allclose(far, ranker(f, admissible))

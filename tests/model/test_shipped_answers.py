@@ -56,3 +56,12 @@ def test_one_informative_feature_beside_noise_features(n_noise):
     xfails: a change that reaches the bar fails here until the marker is removed."""
     frame, y = _one_informative(n_noise)
     assert answer(TabClustPFN(random_state=0), frame, y)["ari"] >= 0.9
+
+
+def test_a_table_of_two_repeated_rows_comes_out_as_two_clusters():
+    """Degenerate input (two distinct rows, 25 copies each): two clusters, not splits of identical rows."""
+    import numpy as np
+
+    X = np.repeat([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], 25, axis=0)
+    est = TabClustPFN(random_state=0).fit(X)
+    assert est.n_clusters_ == 2 and len(set(est.labels_[:25])) == 1 and est.labels_[0] != est.labels_[-1]
