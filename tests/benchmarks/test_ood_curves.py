@@ -47,7 +47,11 @@ def test_files_and_columns(oc, run):
     assert n_tasks[(1200, "TabClustPFN")] == 2 and n_tasks[(60, "TabClustPFN")] == 3  # fewer at large N
     assert pd.read_csv(out / "partial.csv").shape == tasks.shape
     md = (out / "ood-curves.md").read_text()
-    assert "2026-11-28" in md and "test box" in md and "--silhouette-rows 500" in md and "242fe9064c63" in md
+    from model.checkpoint import load_checkpoint, weights_sha256
+    from model.estimator import default_checkpoint_path
+
+    shipped = weights_sha256(load_checkpoint(default_checkpoint_path())[0].state_dict())[:12]
+    assert "2026-11-28" in md and "test box" in md and "--silhouette-rows 500" in md and shipped in md
 
 
 def test_values_are_computed(oc, run):

@@ -371,7 +371,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     good, mixed = f"{position['good']}_good", f"{position['mixed']}_mixed"
     assert {f"{good}.ari", f"{good}.nmi", f"{good}.n_clusters", f"{mixed}.seconds"} <= set(m)
     assert runs[0].info.run_id == summary.attrs["mlflow_run_id"]
-    assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "expected_ari"
+    assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "auto"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts
 

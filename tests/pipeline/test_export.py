@@ -141,7 +141,7 @@ def test_pyfunc_passes_every_param_to_the_estimator(tiny_checkpoint, monkeypatch
     assert set(np.unique(labels)) <= {0, 1}
     served.predict(None, _table(60), params={"n_clusters": 3, "n_estimators": 1})  # the others back to defaults
     assert seen[-1]["n_clusters"] == 3 and seen[-1]["max_clusters"] is None and seen[-1]["random_state"] == 0
-    assert seen[-1]["k_selection"] == "expected_ari"
+    assert seen[-1]["k_selection"] == "auto"  # the estimator's default
 
 
 @pytest.mark.parametrize(
