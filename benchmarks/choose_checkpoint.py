@@ -127,6 +127,19 @@ def report(df: pd.DataFrame, baseline: str, candidates: list[str]) -> tuple[list
     return lines, chosen
 
 
+def ranker_notes(baseline: str, candidates: list[str]) -> list[str]:
+    """A line per candidate without a K ranker when the baseline has one: the estimator's default then chooses its
+    K by expected ARI, so the comparison mixes the network with the rule."""
+    def has_ranker(path: str) -> bool:
+        return bool(read_checkpoint(path)["model_config"].get("k_ranker"))
+
+    if not has_ranker(baseline):
+        return []
+    return [f"{label(c)} carries no K ranker (its K by expected ARI) while the baseline's does: fit one with "
+            f"`python jobs/fit_k_ranker.py --checkpoint {c} --out ...` for a like-for-like choice"
+            for c in candidates if not has_ranker(c)]
+
+
 def label(path: str) -> str:
     """A checkpoint's name in the tables: its path and the first 12 hex digits of its weights' sha256."""
     shown = os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd()) else path
@@ -148,6 +161,9 @@ def main(argv=None) -> str | None:
             ap.error(f"no checkpoint at {path}: give the model.pt of a finished run")
     if args.baseline in args.candidates:
         ap.error("the baseline is also a candidate: compare it with other checkpoints")
+    unranked = ranker_notes(args.baseline, args.candidates)
+    for note in unranked:
+        print(f"warning: {note}", file=sys.stderr)
     n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks}
     df = score([args.baseline, *args.candidates], args.sets, n_tasks)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -155,6 +171,7 @@ def main(argv=None) -> str | None:
     table, chosen = report(df, args.baseline, args.candidates)
     given = sys.argv[1:] if argv is None else list(argv)
     lines = ["# Checkpoint choice on development data (K inferred, the estimator's defaults)", "", *table, "",
+             *[f"Note: {note}" for note in unranked], *([""] if unranked else []),
              PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_checkpoint.py " + " ".join(given) + "`",
              *[f"{label(c)}: {checkpoint_line(c)}" for c in [args.baseline, *args.candidates]], *machine_lines()]
     with open(args.out + ".md", "w") as fh:

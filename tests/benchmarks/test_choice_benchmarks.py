@@ -92,6 +92,18 @@ def test_choose_checkpoint_pairs_identical_weights_to_zero_and_keeps_the_baselin
     text = (tmp_path / "choice-checkpoint.md").read_text()
     assert "+0.0000 +- 0.0000 | 0 / 0" in text and "Chosen: none; the baseline stays." in text
     assert text.count("Checkpoint sha256:") == 2 and "Command: `python benchmarks/choose_checkpoint.py" in text
+    assert "carries no K ranker" not in text  # the twin has the baseline's ranker
+
+
+def test_choose_checkpoint_says_when_a_candidate_lacks_the_baselines_k_ranker(tmp_path):
+    from benchmarks.choose_checkpoint import ranker_notes
+    from model.checkpoint import load_checkpoint, save_checkpoint
+
+    bare = tmp_path / "bare.pt"
+    save_checkpoint(bare, load_checkpoint(default_checkpoint_path())[0].without_k_ranker(), {"steps": 0})
+    (note,) = ranker_notes(str(default_checkpoint_path()), [str(bare)])
+    assert "bare.pt" in note and "jobs/fit_k_ranker.py --checkpoint" in note
+    assert ranker_notes(str(bare), [str(default_checkpoint_path())]) == []
 
 
 def test_choose_checkpoint_refuses_a_missing_candidate_with_a_message(tmp_path, capsys):
