@@ -14,7 +14,8 @@ their features and ARI, computed once by the network), every rule picks one cand
 - each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), which must sit on the network the
   records were computed with (its weights' sha256 is checked).
 
-Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari`` table
+Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari`` (or,
+with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same records, e.g. the shipped ranker) table
 by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
 (docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on
 none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
@@ -74,13 +75,14 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
     return out
 
 
-def table(df: pd.DataFrame, rules: list[str]) -> tuple[list[str], dict[str, dict[str, tuple[float, float]]]]:
-    lines = ["| set | tables | rule | median ARI | mean ARI | against expected_ari (mean +- s.e.) | better / worse "
+def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
+          ) -> tuple[list[str], dict[str, dict[str, tuple[float, float]]]]:
+    lines = [f"| set | tables | rule | median ARI | mean ARI | against {baseline} (mean +- s.e.) | better / worse "
              "| mean abs K error |", "|---|---|---|---|---|---|---|---|"]
     diffs: dict[str, dict[str, tuple[float, float]]] = {r: {} for r in rules}
     for which, part in df.groupby("set", sort=False):
         for rule in rules:
-            d = part[rule] - part[BASELINE]
+            d = part[rule] - part[baseline]
             se = float(d.std(ddof=1) / np.sqrt(len(d)))
             diffs[rule][which] = (float(d.mean()), se)
             lines.append(f"| {which} | {len(part)} | {rule} | {part[rule].median():.3f} | {part[rule].mean():.3f} | "
@@ -89,10 +91,11 @@ def table(df: pd.DataFrame, rules: list[str]) -> tuple[list[str], dict[str, dict
     return lines, diffs
 
 
-def verdict(diffs: dict[str, dict[str, tuple[float, float]]]) -> tuple[str | None, list[str]]:
+def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BASELINE
+            ) -> tuple[str | None, list[str]]:
     lines, qualified = [], {}
     for rule, per_set in diffs.items():
-        if rule == BASELINE:
+        if rule == baseline:
             continue
         gains = [s for s, (m, se) in per_set.items() if m > GAIN_SE * se]
         losses = [s for s, (m, se) in per_set.items() if m < -LOSS_SE * se]
@@ -111,6 +114,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoints", nargs="*", help="checkpoints carrying a K ranker, on the records' network")
     ap.add_argument("--records", default="outputs/k-rule")
+    ap.add_argument("--baseline-from", nargs=2, metavar=("CSV", "RULE"), default=None,
+                    help="the baseline: RULE's picks in an earlier choice's CSV on the same records (e.g. the shipped "
+                         "ranker's), in place of expected_ari")
     ap.add_argument("--out", default="docs/results/choice-k-rule")
     args = ap.parse_args(argv)
     root = Path(args.records)
@@ -137,13 +143,26 @@ def main(argv=None) -> None:
             rows.append(row)
     df = pd.DataFrame(rows)
     rules = [BASELINE, "silhouette", "expected_ari+silhouette", *rankers]
-    lines, diffs = table(df, rules)
-    chosen, verdicts = verdict(diffs)
+    baseline = BASELINE
+    if args.baseline_from:
+        path, baseline = args.baseline_from
+        earlier = pd.read_csv(path)
+        if baseline not in earlier.columns:
+            raise SystemExit(f"error: {path} has no rule {baseline!r}")
+        df = df.merge(earlier[["set", "table", BASELINE, baseline, baseline + "_k"]],
+                      on=["set", "table"], suffixes=("", "_earlier"), validate="one_to_one")
+        if len(df) != len(rows) or not np.allclose(df[BASELINE], df[BASELINE + "_earlier"]):
+            raise SystemExit(f"error: {path} was not written on these records (its tables or expected_ari picks "
+                             "differ)")
+        df = df.drop(columns=BASELINE + "_earlier")
+        rules = [baseline, *rules]
+    lines, diffs = table(df, rules, baseline)
+    chosen, verdicts = verdict(diffs, baseline)
     given = sys.argv[1:] if argv is None else list(argv)
     out = ["# How K is chosen among the refined candidates (development sets, K inferred)", "", *lines, "",
            "Protocol: a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on "
            "none; the qualifying rule with the largest mean gain over the sets is chosen.", "", *verdicts, "",
-           f"Chosen: {'`' + chosen + '`' if chosen else 'none (the baseline stays)'}.", "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
            *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

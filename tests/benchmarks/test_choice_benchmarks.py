@@ -191,6 +191,14 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
     assert "| prior | 3 | expected_ari | " in report and "+0.0000 +- 0.0000 | 0 / 0" in report
     assert "- `r0`: " in report and "Chosen: " in report and "Command: `python benchmarks/choose_k_rule.py" in report
 
+    again = tmp_path / "again"  # the same ranker against its own earlier picks: no difference
+    main([_ranked(tmp_path, "r0b", 0), "--records", str(folder), "--baseline-from", f"{out}.csv", "r0",
+          "--out", str(again)])
+    text = (tmp_path / "again.md").read_text()
+    assert "against r0 (mean +- s.e.)" in text and "| prior | 3 | r0b | " in text
+    assert "Chosen: none (the baseline `r0` stays)." in text
+    assert pd.read_csv(f"{again}.csv")["r0b"].equals(pd.read_csv(f"{again}.csv")["r0"])
+
     for which in SETS:  # records of another network are refused
         np.savez(folder / f"{which}.npz", **{**prior, "weights_sha256": np.array("0" * 64)})
     with pytest.raises(SystemExit, match="recompute them with benchmarks/k_rule_records.py"):
