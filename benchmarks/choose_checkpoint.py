@@ -37,7 +37,7 @@ from model.checkpoint import read_checkpoint  # noqa: E402
 from model.estimator import TabClustPFN, default_checkpoint_path  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines  # noqa: E402
-from pipeline.evaluation.suites import dev_suite, prior_frame  # noqa: E402
+from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
 SETS = ("prior", "noisy", "one-informative", "dev")
@@ -50,16 +50,10 @@ def tables(which: str, n_tasks: int):
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
         return
-    stream = StreamConfig()
-    prior = dataclasses.replace(stream.prior, n_rows=(500, 1000))
-    if which == "noisy":
-        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_noise_features=0.5,
-                                                                        p_contamination=0.3))
-    elif which == "one-informative":
-        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(
-            prior.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
-    elif which != "prior":
+    if which not in SETS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
+    stream = StreamConfig()
+    prior = prior_variant(dataclasses.replace(stream.prior, n_rows=(500, 1000)), which)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks)):
         yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 

@@ -50,7 +50,7 @@ from model.refinement import design, one_hot_widths, refine_candidates  # noqa: 
 from model.selection import select_k  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
 from pipeline.evaluation.report import PROVENANCE_PREFIXES, provenance_lines  # noqa: E402
-from pipeline.evaluation.suites import dev_suite, prior_frame  # noqa: E402
+from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
 #: variant -> (Lloyd steps, smallest agreement kept); None: no refinement.
@@ -67,10 +67,7 @@ def tables(which: str, n_tasks: int):
             yield ds.name, ds.features, np.asarray(ds.y), int(ds.n_clusters)
         return
     stream = StreamConfig()
-    prior = dataclasses.replace(stream.prior, n_rows=(500, 1000))
-    if which == "noisy":
-        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_noise_features=0.5,
-                                                                        p_contamination=0.3))
+    prior = prior_variant(dataclasses.replace(stream.prior, n_rows=(500, 1000)), which)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks)):
         yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y), int(task.n_clusters)
 

@@ -58,16 +58,11 @@ class RankerFitConfig:
 def train_table(i: int):
     """The ``i``-th table of the ranker's set -> (name, DataFrame, labels)."""
     from pipeline.config import StreamConfig
-    from pipeline.evaluation.suites import prior_frame
+    from pipeline.evaluation.suites import prior_frame, prior_variant
     from priors.sample import sample_dataset
 
-    prior = dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000))
-    if i % 4 == 2:
-        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_noise_features=0.5,
-                                                                        p_contamination=0.3))
-    elif i % 4 == 3:
-        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(
-            prior.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
+    variant = ("prior", "prior", "noisy", "one-informative")[i % 4]  # half clean, a quarter each of the others
+    prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
     task = sample_dataset(TRAIN_SEED + i, kind="mix", config=prior)
     return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 

@@ -250,6 +250,27 @@ def fixed_size_config(kind: str, n: int, d_num: int, d_cat: int, k: int):
     return cfg
 
 
+#: The development variants of a prior (docs/DESIGN.md, "Decision protocol"): see :func:`prior_variant`.
+PRIOR_VARIANTS = ("prior", "noisy", "one-informative")
+
+
+def prior_variant(base, which: str):
+    """``base`` (a ``PriorConfig``) as it is (``"prior"``); with pure-noise columns in half of its tables and
+    contaminated rows in 30 % (``"noisy"``); or with 50-90 % pure-noise columns beside as few as one informative
+    column in every table (``"one-informative"``; :mod:`priors.nuisance`)."""
+    import dataclasses
+
+    if which == "prior":
+        return base
+    if which == "noisy":
+        return dataclasses.replace(base, nuisance=dataclasses.replace(base.nuisance, p_noise_features=0.5,
+                                                                      p_contamination=0.3))
+    if which == "one-informative":
+        return dataclasses.replace(base, nuisance=dataclasses.replace(
+            base.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
+    raise ValueError(f"unknown prior variant {which!r}: choose from {', '.join(PRIOR_VARIANTS)}")
+
+
 def synthetic_suite(n_gmm: int | None = None, n_zeus: int | None = None) -> list[EvalDataset]:
     """The held-out synthetic benchmark: 25 GMM and 24 ZEUS datasets with the sizes of the paper's Tab. 6-7
     (N, numeric and categorical D, K) and reserved seeds (>= ``EVAL_SEED_BASE``).

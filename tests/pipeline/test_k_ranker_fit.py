@@ -78,3 +78,18 @@ def test_a_continuation_starts_without_the_ranker(tmp_path, tiny_checkpoint):
     assert net.k_ranker is None
     assert weights_sha256(net.state_dict()) == weights_sha256(parent.state_dict())
     assert torch.equal(net.cin.mlp[0].weight, parent.cin.mlp[0].weight)
+
+
+def test_prior_variants_are_the_development_sets_nuisances():
+    import pytest
+
+    from pipeline.config import StreamConfig
+    from pipeline.evaluation.suites import prior_variant
+
+    base = StreamConfig().prior
+    assert prior_variant(base, "prior") is base
+    noisy, one = prior_variant(base, "noisy").nuisance, prior_variant(base, "one-informative").nuisance
+    assert (noisy.p_noise_features, noisy.p_contamination) == (0.5, 0.3)
+    assert (one.p_noise_features, one.noise_fraction, one.min_informative) == (1.0, (0.5, 0.9), 1)
+    with pytest.raises(ValueError, match="unknown prior variant 'dev'"):
+        prior_variant(base, "dev")
