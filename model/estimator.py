@@ -21,7 +21,8 @@ from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import DEFAULT_REFINE, REFINES, Centroids, design, lloyd, one_hot_widths, refine_candidates
 from model.k_features import candidate_features
-from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS, select_k
+from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
+                             resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
@@ -341,8 +342,6 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     def _k_rule(self, net: TabClustNet, path: Path) -> str:
         """``k_selection`` with ``"auto"`` resolved; refuses a ranker the checkpoint or the settings cannot give."""
         has_ranker = net.k_ranker is not None
-        if self.k_selection == "auto":
-            return "ranker" if has_ranker and self.refine == "kmeans" else DEFAULT_K_SELECTION
         if self.k_selection == "ranker":
             if not has_ranker:
                 raise ValueError(f"k_selection='ranker' needs a checkpoint with a K ranker, and {path.name} has none: "
@@ -351,7 +350,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             if self.refine != "kmeans":
                 raise ValueError(f"k_selection='ranker' picks among refined candidates: it needs refine='kmeans', "
                                  f"got refine={self.refine!r}; pass k_selection='auto' or 'expected_ari'.")
-        return self.k_selection
+        return resolve_k_selection(self.k_selection, has_ranker, self.refine)
 
     # -------------------------------------------------------- predict
     def predict(self, X):

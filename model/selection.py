@@ -40,6 +40,14 @@ ESTIMATOR_K_SELECTIONS: tuple[str, ...] = ("auto", "ranker", *K_SELECTIONS)
 DEFAULT_ESTIMATOR_K_SELECTION = "auto"
 
 
+def resolve_k_selection(k_selection: str, has_ranker: bool, refine: str) -> str:
+    """The rule ``TabClustPFN(k_selection=)`` applies: ``"auto"`` is ``"ranker"`` for a checkpoint with a K ranker
+    and refined candidates (``refine="kmeans"``), else ``DEFAULT_K_SELECTION``; any other rule is itself."""
+    if k_selection != "auto":
+        return k_selection
+    return "ranker" if has_ranker and refine == "kmeans" else DEFAULT_K_SELECTION
+
+
 #: Contingency codes :func:`cross_ari` holds at once (8 MB of int64): partitions of ``a`` are taken in slices.
 _CROSS_CODES = 2**20
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.refinement import DEFAULT_REFINE, REFINES
-from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
+from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS, resolve_k_selection
 from pipeline.batch_cluster import check_checkpoint
 from pipeline.evaluation import calibration as calib
 from pipeline.evaluation import plots, report, suites
@@ -335,8 +335,8 @@ def _k_rule(cfg: EvalConfig) -> str:
         ranker = bool(read_checkpoint(cfg.checkpoint or default_checkpoint_path())["model_config"].get("k_ranker"))
     except CheckpointError:  # the run reports the checkpoint's own error
         return "`auto`"
-    resolved = "the checkpoint's K ranker" if ranker and (cfg.refine or DEFAULT_REFINE) == "kmeans" else "expected_ari"
-    return f"`auto` ({resolved})"
+    resolved = resolve_k_selection(rule, ranker, cfg.refine or DEFAULT_REFINE)
+    return "`auto` (the checkpoint's K ranker)" if resolved == "ranker" else f"`auto` ({resolved})"
 
 
 def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) -> list[str]:

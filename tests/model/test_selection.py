@@ -161,3 +161,12 @@ def test_expected_ari_over_members_averages_each_members_own_posterior():
     np.testing.assert_allclose(expected_ari_members(labels, members, posteriors), want)
     with pytest.raises(ValueError, match="member_labels must be"):
         expected_ari_members(labels, members[:, :2], posteriors)
+
+
+def test_auto_resolves_to_the_ranker_only_with_one_and_refined_candidates():
+    from model.selection import DEFAULT_K_SELECTION, resolve_k_selection
+
+    assert resolve_k_selection("auto", True, "kmeans") == "ranker"
+    assert resolve_k_selection("auto", False, "kmeans") == DEFAULT_K_SELECTION
+    assert resolve_k_selection("auto", True, "none") == DEFAULT_K_SELECTION
+    assert resolve_k_selection("posterior_mode", True, "kmeans") == "posterior_mode"
