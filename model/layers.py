@@ -24,10 +24,30 @@ def at_least_float32(t: torch.Tensor) -> torch.Tensor:
 CUDA_ATTENTION_MAX_BATCH = 32768
 
 
+#: On CPU, attention with at most this many queries per set over at least ``_FEW_QUERIES_MIN_KEYS`` keys is
+#: computed as two matrix products: ``scaled_dot_product_attention``'s CPU kernel tiles by queries and is 4-6x
+#: slower there (4 CLS queries over 22-56 cells, 2-core VM; ``benchmarks/bench_inference.py``).
+FEW_QUERIES = 8
+_FEW_QUERIES_MIN_KEYS = 16
+
+
+def _few_queries_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+                           ) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d)) v, ``mask`` (bool, True = may be attended) as ``scaled_dot_product_attention``'s;
+    a query with no key to attend reads zeros, as that kernel's."""
+    logits = (q * q.shape[-1] ** -0.5) @ k.transpose(-1, -2)
+    if mask is None:
+        return torch.softmax(logits, dim=-1) @ v
+    attn = torch.softmax(logits.masked_fill(~mask, -inf), dim=-1)
+    return torch.nan_to_num(attn, nan=0.0) @ v
+
+
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                max_batch: int | None = None) -> torch.Tensor:
     """``scaled_dot_product_attention`` in slices of at most ``max_batch`` along the batch (default: on CUDA,
-    the kernels' grid limit; elsewhere unsliced)."""
+    the kernels' grid limit; elsewhere unsliced); on CPU, few queries over many keys as two matrix products."""
+    if not q.is_cuda and q.shape[-2] <= FEW_QUERIES and k.shape[-2] >= _FEW_QUERIES_MIN_KEYS:
+        return _few_queries_attention(q, k, v, mask)
     s = q.shape[0]
     step = max_batch or (CUDA_ATTENTION_MAX_BATCH if q.is_cuda else s)
     if s <= step:

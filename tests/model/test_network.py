@@ -232,6 +232,31 @@ def test_attention_in_batch_slices_equals_one_call():
     assert torch.allclose(_attention(q, k, v, mask, max_batch=3), _attention(q, k, v, mask), atol=1e-6)
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_few_queries_attention_equals_the_fused_kernel_and_reads_zeros_where_no_key_is_allowed(masked):
+    """The CPU path for few queries over many keys (two matrix products) gives what scaled_dot_product_attention
+    gives, masked keys and a query set with no key left included, with and without gradients."""
+    import torch.nn.functional as F
+
+    from model.layers import _FEW_QUERIES_MIN_KEYS, FEW_QUERIES, _attention
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(6, 2, FEW_QUERIES, 8, generator=g, requires_grad=True)
+    k, v = (torch.randn(6, 2, _FEW_QUERIES_MIN_KEYS + 7, 8, generator=g) for _ in range(2))
+    mask = None
+    if masked:
+        mask = torch.rand(6, 1, 1, k.shape[2], generator=g) > 0.5
+        mask[0] = False  # the first set may attend to nothing
+    ours = _attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(ours, ref, atol=1e-5)
+    if masked:
+        assert torch.equal(ours[0], torch.zeros_like(ours[0]))
+    grad_ours, = torch.autograd.grad(ours.square().sum(), q)
+    grad_ref, = torch.autograd.grad(ref.square().sum(), q)
+    assert torch.allclose(grad_ours, grad_ref, atol=1e-5)
+
+
 def test_losses_stay_float32_under_bf16_autocast():
     torch.manual_seed(0)
     net = TabClustNet(ModelConfig.preset("tiny")).train()
