@@ -59,6 +59,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             except ValueError as exc:
                 p.error(f"--real-datasets: {exc}")
         args.real_datasets = names or None
+    elif args.real:  # the whole suite: its folder must be there before a trial trains
+        try:
+            check_real_datasets(None)
+        except ValueError as exc:
+            p.error(f"--real: {exc}; give --real-datasets only for a subset, or drop --real to score on the "
+                    "synthetic tasks alone")
     return args
 
 

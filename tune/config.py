@@ -149,16 +149,20 @@ def sweep_from_dict(data: Mapping[str, Any]) -> SweepConfig:
     return dataclasses.replace(cfg, real_datasets=tuple(names) if names else None)
 
 
-def check_real_datasets(names: Sequence[str], benchmarks_dir: str | Path | None = None) -> tuple[str, ...]:
+def check_real_datasets(names: Sequence[str] | None, benchmarks_dir: str | Path | None = None
+                        ) -> tuple[str, ...]:
     """``names`` if each is a dataset of the real suite (a Parquet file of ``<benchmarks>/real``), so a sweep asked
     for a misspelt one is refused before it trains anything (its trials would fail at scoring); else ``ValueError``
-    naming the unknown datasets and the suite's. Only the folder is listed, no table is read."""
+    naming the unknown datasets and the suite's. ``None``: the whole suite, every name in it (``ValueError`` when
+    the folder is missing). Only the folder is listed, no table is read."""
     from pipeline.evaluation.suites import benchmarks_dir as shared_benchmarks
 
     folder = shared_benchmarks(benchmarks_dir) / "real"
     if not folder.is_dir():
         raise ValueError(f"real suite not found: {folder} (the shared benchmark folder) is missing")
     known = sorted(path.stem for path in folder.glob("*.parquet"))
+    if names is None and known:
+        return tuple(known)
     if not names:
         raise ValueError(f"no real dataset named: choose from {', '.join(known)}")
     unknown = [name for name in names if name not in known]

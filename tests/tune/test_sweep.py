@@ -199,6 +199,29 @@ def test_cli_refuses_unknown_real_datasets_before_anything_runs(sweep_job, real_
     assert ("'irsi'" in err and "'iris'" not in err) if "irsi" in argv[-1] else "no real dataset named" in err
 
 
+def test_cli_refuses_the_whole_real_suite_when_its_folder_is_missing(sweep_job, tmp_path, capsys, monkeypatch):
+    """--real without --real-datasets scores every table of ../shared/benchmarks/real: without that folder the
+    job stops at its arguments, naming the folder, before Ray starts or a trial trains."""
+    from pipeline.evaluation import suites
+
+    monkeypatch.setattr(suites, "benchmarks_dir", lambda override=None: Path(override or tmp_path / "absent"))
+    for name in ("init_ray", "run_sweep", "rescore_sweep"):
+        monkeypatch.setattr(sweep_job, name, lambda *a, _name=name, **kw: pytest.fail(f"{_name} ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        sweep_job.main(["--study", "coupling", "--smoke", "--real"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--real: real suite not found" in err and str(tmp_path / "absent" / "real") in err
+
+
+def test_check_real_datasets_without_names_lists_the_whole_suite(real_suite_of_two):
+    from tune.config import check_real_datasets
+
+    assert check_real_datasets(None) == ("iris", "wine")
+    with pytest.raises(ValueError, match="no real dataset named"):
+        check_real_datasets(())
+
+
 def test_cli_passes_known_real_datasets_on_as_names(sweep_job, real_suite_of_two, monkeypatch):
     seen = {}
 
