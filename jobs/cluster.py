@@ -41,8 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-estimators", type=int, default=None,
                    help="column orderings averaged per table (default: the estimator's, 4; 1 is fastest)")
     p.add_argument("--refine", choices=REFINES, default=None,
-                   help="kmeans (default): two k-means steps from the model's partitions; none: the model's as "
-                        "they are")
+                   help="gmm (default): two k-means steps from the model's partitions, then the chosen one by a "
+                        "Gaussian mixture with one shared diagonal covariance; kmeans: the k-means steps only; "
+                        "none: the model's partitions as they are")
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="answer one cluster for a table that looks like a single Gaussian mode (default: always "
                         "K >= 2)")

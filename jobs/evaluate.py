@@ -44,7 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN's column orderings averaged per table (default: the estimator's, 4; 1 is the "
                         "paper's single pass)")
     p.add_argument("--refine", choices=REFINES, default=None,
-                   help="TabClustPFN's test-time refinement (default: the estimator's, kmeans)")
+                   help="TabClustPFN's test-time refinement (default: the estimator's, gmm)")
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="TabClustPFN may answer one cluster for a table without structure (default: K >= 2)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")

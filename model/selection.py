@@ -35,17 +35,19 @@ K_SELECTIONS: tuple[str, ...] = ("posterior_mode", "expected_ari")
 DEFAULT_K_SELECTION: KSelection = "expected_ari"
 #: The rules ``TabClustPFN(k_selection=)`` takes: those above, on the network's outputs; ``"ranker"``, the K ranker
 #: the checkpoint carries (:mod:`model.k_ranker`, among the refined candidates); and ``"auto"``, the ranker where
-#: the checkpoint has one and the candidates are refined (``refine="kmeans"``), ``DEFAULT_K_SELECTION`` otherwise.
+#: the checkpoint has one and the candidates are refined (``refine="gmm"`` or ``"kmeans"``), ``DEFAULT_K_SELECTION``
+#: otherwise.
 ESTIMATOR_K_SELECTIONS: tuple[str, ...] = ("auto", "ranker", *K_SELECTIONS)
 DEFAULT_ESTIMATOR_K_SELECTION = "auto"
 
 
 def resolve_k_selection(k_selection: str, has_ranker: bool, refine: str) -> str:
     """The rule ``TabClustPFN(k_selection=)`` applies: ``"auto"`` is ``"ranker"`` for a checkpoint with a K ranker
-    and refined candidates (``refine="kmeans"``), else ``DEFAULT_K_SELECTION``; any other rule is itself."""
+    and refined candidates (``refine="gmm"`` or ``"kmeans"``), else ``DEFAULT_K_SELECTION``; any other rule is
+    itself."""
     if k_selection != "auto":
         return k_selection
-    return "ranker" if has_ranker and refine == "kmeans" else DEFAULT_K_SELECTION
+    return "ranker" if has_ranker and refine in ("kmeans", "gmm") else DEFAULT_K_SELECTION
 
 
 #: Contingency codes :func:`cross_ari` holds at once (8 MB of int64): partitions of ``a`` are taken in slices.

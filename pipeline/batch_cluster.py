@@ -76,8 +76,9 @@ class ClusterJobConfig:
         Column orderings averaged per table (``TabClustPFN(n_estimators=...)``); None keeps the estimator's
         default.
     refine : str, optional
-        ``TabClustPFN(refine=...)``: ``"kmeans"`` (two Lloyd steps from the network's partitions) or ``"none"``;
-        None keeps the estimator's default.
+        ``TabClustPFN(refine=...)``: ``"gmm"`` (two Lloyd steps from the network's partitions, then the chosen one
+        by a shared-diagonal Gaussian mixture), ``"kmeans"`` (the Lloyd steps only) or ``"none"``; None keeps the
+        estimator's default.
     allow_single_cluster : bool
         ``TabClustPFN(allow_single_cluster=...)``: a table that looks like one Gaussian mode gets one cluster
         (``n_clusters`` 1) instead of the network's K >= 2 (off by default).

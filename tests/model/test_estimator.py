@@ -17,6 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 import model.estimator as estimator_module
 from model.checkpoint import save_checkpoint
 from model.estimator import TabClustPFN
+from model.refinement import REFINES
 from model.encoder import Encoder
 from tests.model.conftest import make_tiny_net
 
@@ -197,19 +198,21 @@ def test_dataframe_with_categorical_object_and_bool_columns(tiny_checkpoint):
         est.predict(df[list(reversed(df.columns))])
 
 
-def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint):
+@pytest.mark.parametrize("refine", REFINES)
+def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint, refine):
     X = _blobs(n_per=50)
-    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, refine=refine).fit(X)
     assert len(X) <= est.n_context
     np.testing.assert_array_equal(est.predict(X), est.labels_)
 
 
-def test_predict_proba_on_the_fitted_rows_reproduces_probabilities_in_label_order(tiny_checkpoint):
+@pytest.mark.parametrize("refine", REFINES)
+def test_predict_proba_on_the_fitted_rows_reproduces_probabilities_in_label_order(tiny_checkpoint, refine):
     X = _blobs(n_per=50)
     rng = np.random.default_rng(0)
     for _ in range(20):  # a row order whose first-seen numbering differs from the network's cluster order
         Xs = X[rng.permutation(len(X))]
-        est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint).fit(Xs)
+        est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, refine=refine).fit(Xs)
         if not np.array_equal(est._relabel, np.arange(3)):
             break
     else:
@@ -284,10 +287,11 @@ def test_large_n_uses_a_context_subsample_and_labels_every_row(tiny_checkpoint, 
     assert not np.array_equal(other.context_indices_, est.context_indices_)
 
 
-def test_large_n_labels_agree_with_predict_for_context_and_other_rows(tiny_checkpoint):
+@pytest.mark.parametrize("refine", REFINES)
+def test_large_n_labels_agree_with_predict_for_context_and_other_rows(tiny_checkpoint, refine):
     X = _blobs(n_per=100)  # 300 rows, 120 of them context
     est = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, n_context=120, batch_rows=50,
-                      random_state=0).fit(X)
+                      random_state=0, refine=refine).fit(X)
     # Context rows were assigned in the context pass, the others in chunks; predict treats all as new rows.
     np.testing.assert_array_equal(est.predict(X), est.labels_)
 

@@ -124,6 +124,8 @@ def test_estimator_uses_the_checkpoints_ranker_and_says_so(tmp_path, tiny_checkp
     assert capped.n_clusters_ <= 3 and capped.k_scores_[4] == -np.inf
     assert TabClustPFN(checkpoint=path, k_selection="expected_ari").fit(X).k_selection_ == "expected_ari"
     assert TabClustPFN(checkpoint=path, refine="none").fit(X).k_selection_ == "expected_ari"  # auto
+    gmm = TabClustPFN(checkpoint=path, refine="gmm").fit(X)  # the same candidates, the chosen one refined again
+    assert gmm.k_selection_ == "ranker" and gmm.n_clusters_ == est.n_clusters_
     assert TabClustPFN(checkpoint=tiny_checkpoint).fit(X).k_selection_ == "expected_ari"  # no ranker: auto
     assert TabClustPFN(checkpoint=path, n_clusters=3).fit(X).k_selection_ == "given"
 

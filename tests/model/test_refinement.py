@@ -1,4 +1,5 @@
-"""Test-time refinement (model/refinement.py): guarded Lloyd steps from the network's partition."""
+"""Test-time refinement (model/refinement.py): guarded Lloyd steps from the network's partition, and the
+shared-diagonal mixture of ``refine="gmm"``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from model.refinement import Centroids, design, lloyd, one_hot_widths, refine_candidates
+from model.refinement import (VARIANCE_FLOOR, Centroids, design, lloyd, one_hot_widths, refine_candidates,
+                              shared_diagonal_em)
 from model.selection import select_k
 
 
@@ -105,3 +107,47 @@ def test_select_k_chooses_among_the_given_candidates_scored_against_the_networks
     noisy[1] = rng.integers(0, 3, 90)  # the K = 3 candidate replaced by noise: K = 2 now scores higher
     k, scores_c = select_k(probs, posterior, k_hi=3, candidates=noisy)
     assert k == 2 and scores_c[1] < scores[1] and scores_c[0] == pytest.approx(scores[0])
+
+
+def _one_informative_column(n_noise=12, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], 200)
+    X = np.c_[6.0 * y + rng.normal(size=400), rng.normal(size=(400, n_noise))]
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def test_the_shared_mixture_weighs_a_column_by_its_within_cluster_precision():
+    """Groups 6 SD apart in column 0 beside 12 noise columns, started from a partition with 30 % of its rows
+    flipped: the fitted variance of column 0 is the floor, a fraction of the noise columns' (near 1), so the noise
+    columns count less than in k-means' metric, and the partition is recovered."""
+    X, y = _one_informative_column()
+    rng = np.random.default_rng(1)
+    start = np.where(rng.random(len(y)) < 0.3, 1 - y, y)
+    labels, mixture = shared_diagonal_em(X, start, 2)
+    assert mixture.variances[0] == VARIANCE_FLOOR  # its within-cluster variance is below the floor
+    assert np.all(mixture.variances[1:] > 0.8)
+    assert adjusted_rand_score(y, start) < 0.3
+    assert adjusted_rand_score(y, labels) >= 0.97
+
+
+def test_mixture_labels_are_the_argmax_of_its_probabilities_for_the_rows_it_was_fitted_on_and_new_ones():
+    X, y = _one_informative_column(n_noise=3, seed=2)
+    start = np.random.default_rng(0).integers(0, 3, len(y))  # a poor start, 3 components
+    labels, mixture = shared_diagonal_em(X, start, 3, steps=2)
+    np.testing.assert_array_equal(mixture.labels(X), labels)
+    P = mixture.probabilities(X)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    np.testing.assert_array_equal(P.argmax(1), labels)
+    new = np.random.default_rng(3).normal(size=(50, X.shape[1]))
+    np.testing.assert_array_equal(mixture.probabilities(new).argmax(1), mixture.labels(new))
+
+
+def test_mixture_keeps_a_component_without_rows_and_refuses_bad_settings():
+    X, _ = _one_informative_column(n_noise=2)
+    labels, mixture = shared_diagonal_em(X, np.zeros(len(X), np.int64), 3, steps=3)  # components 1, 2 start empty
+    assert mixture.means.shape == (3, X.shape[1]) and np.all(np.isfinite(mixture.means))
+    assert set(np.unique(labels)) == {0}
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        shared_diagonal_em(X, labels, 3, steps=0)
+    with pytest.raises(ValueError, match="floor must be > 0"):
+        shared_diagonal_em(X, labels, 3, floor=0.0)

@@ -167,6 +167,7 @@ def test_auto_resolves_to_the_ranker_only_with_one_and_refined_candidates():
     from model.selection import DEFAULT_K_SELECTION, resolve_k_selection
 
     assert resolve_k_selection("auto", True, "kmeans") == "ranker"
+    assert resolve_k_selection("auto", True, "gmm") == "ranker"  # the same candidates, the chosen one refined again
     assert resolve_k_selection("auto", False, "kmeans") == DEFAULT_K_SELECTION
     assert resolve_k_selection("auto", True, "none") == DEFAULT_K_SELECTION
     assert resolve_k_selection("posterior_mode", True, "kmeans") == "posterior_mode"

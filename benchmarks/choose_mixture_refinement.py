@@ -1,0 +1,169 @@
+"""Whether the chosen partition is refined again by a Gaussian mixture (``TabClustPFN(refine="gmm")``), chosen on
+development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --out docs/results/choice-mixture-refine
+
+Each table of the development sets of ``benchmarks/choose_checkpoint.py`` (``prior``: 400 held-out tasks of the
+paper's prior, ``noisy``: 200 with noise columns and contaminated rows, ``one-informative``: 200 with one informative
+column among noise columns, ``dev``: the 23 tables of ``../shared/benchmarks/dev``) is clustered once as
+``TabClustPFN`` does by default (preprocessing, 4 column orderings, every candidate refined by two Lloyd steps, K by
+the checkpoint's K ranker); then every variant turns that K's candidate into the answer:
+
+- ``kmeans``: the candidate as it is (``refine="kmeans"``, the baseline);
+- ``shared-10-steps``: :func:`model.refinement.shared_diagonal_em` (``refine="gmm"``), 10 EM steps of K Gaussians
+  sharing one diagonal covariance, variances >= 0.1: k-means in a metric that weighs each column by its
+  within-cluster precision, so pure-noise columns count less;
+- ``shared-floor-0.3``: the same with variances >= 0.3 (a column weighted at most 3.3x as k-means weighs it);
+- ``shared-3-steps``: the same as the first with 3 EM steps;
+- ``own-diagonal``: 3 EM steps of a mixture in which each cluster has its own diagonal covariance (>= 0.1).
+
+K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
++- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
+standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
+the sets (each weighted equally) is chosen. Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each variant's ARI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "dev": 23}
+BASELINE = "kmeans"
+#: variant -> (EM steps, variance floor) of shared_diagonal_em
+SHARED = {"shared-10-steps": (10, 0.1), "shared-floor-0.3": (10, 0.3), "shared-3-steps": (3, 0.1)}
+VARIANTS = ("kmeans", *SHARED, "own-diagonal")
+
+
+def own_diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = 3, floor: float = 0.1) -> np.ndarray:
+    """EM of a K-component Gaussian mixture, each component with its own diagonal covariance (>= ``floor``), from the
+    hard partition ``labels`` -> each row's most probable component."""
+    n = X.shape[0]
+    resp = np.zeros((n, k))
+    resp[np.arange(n), labels] = 1.0
+    X2 = X**2
+    for _ in range(steps):
+        mass = resp.sum(0) + 1e-12
+        means = resp.T @ X / mass[:, None]
+        var = np.maximum(resp.T @ X2 / mass[:, None] - means**2, floor)
+        logits = -0.5 * (X2 @ (1 / var).T - 2 * X @ (means / var).T + (means**2 / var).sum(1)[None]
+                         + np.log(var).sum(1)[None]) + np.log(mass / n)[None]
+        logits -= logits.max(1, keepdims=True)
+        resp = np.exp(logits)
+        resp /= resp.sum(1, keepdims=True)
+    return resp.argmax(1)
+
+
+def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
+    from model.refinement import shared_diagonal_em
+
+    if name == "kmeans":
+        return candidate
+    if name in SHARED:
+        steps, floor = SHARED[name]
+        return shared_diagonal_em(X, candidate, k, steps=steps, floor=floor)[0]
+    if name == "own-diagonal":
+        return own_diagonal_em(X, candidate, k)
+    raise ValueError(f"unknown variant {name!r}")
+
+
+def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
+    checkpoint, which, n, start, stop = args
+    import torch
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+    from model.checkpoint import load_checkpoint
+    from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
+    from model.k_features import candidate_features
+    from model.preprocessing import TablePreprocessor
+    from model.refinement import design, one_hot_widths, refine_candidates
+    from model.selection import select_k
+
+    torch.set_num_threads(1)
+    net = load_checkpoint(checkpoint)[0].eval()
+    if net.k_ranker is None:
+        raise SystemExit(f"error: {checkpoint} carries no K ranker: the variants refine the ranker's choice")
+    rows = []
+    for i, (name, frame, y) in enumerate(tables(which, n)):
+        if not start <= i < stop:
+            continue
+        with torch.no_grad():
+            Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
+                                       max_categories=net.cfg.max_categories).fit_transform(frame)
+            member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
+            probs, post, _ = combine_members(member_probs, member_post)
+            k_hi = min(net.cfg.k_max, len(y) - 1)
+            X = design(Z, cat, one_hot_widths(Z, cat))
+            candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
+            _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
+            k, _ = net.k_ranker.choose(candidate_features(X, candidates, probs, post, scores, k_hi))
+        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
+        for v in VARIANTS:
+            t0 = time.perf_counter()
+            labels = variant_labels(v, X, candidates[k - 2], k)
+            row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
+            row[v] = float(adjusted_rand_score(y, labels))
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import table, verdict
+    from model.estimator import default_checkpoint_path
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()), help="a checkpoint with a K ranker")
+    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
+    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
+    ap.add_argument("--out", default="docs/results/choice-mixture-refine")
+    args = ap.parse_args(argv)
+    rows = []
+    pool = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
+    try:
+        for which, size in SIZES.items():
+            n = min(size, args.tasks or size)
+            step = -(-n // args.workers)
+            jobs = [(args.checkpoint, which, n, s, min(s + step, n)) for s in range(0, n, step)]
+            for part in (pool.map(_work, jobs) if pool else map(_work, jobs)):
+                rows.extend(part)
+            print(f"{which}: {n} tables", flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    df = pd.DataFrame(rows)
+    for v in VARIANTS:  # table() reports the mean |K^ - K|: K is the ranker's for every variant
+        df[v + "_k"] = df["k"]
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    chosen, verdicts = verdict(diffs, BASELINE)
+    times = ", ".join(f"`{v}` {df[v + '_ms'].median():.1f}" for v in VARIANTS)
+    given = sys.argv[1:] if argv is None else list(argv)
+    out = ["# Refining the chosen partition by a Gaussian mixture (development sets, K by the K ranker)", "",
+           *[line.replace("| rule |", "| variant |") for line in lines], "",
+           f"Median time of the variant's step per table (ms): {times}.", "",
+           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
+           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           *[v.replace("rule", "variant") for v in verdicts], "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_mixture_refinement.py " + " ".join(given) + "`",
+           checkpoint_line(args.checkpoint), *machine_lines()]
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    df.drop(columns=[v + "_k" for v in VARIANTS]).to_csv(args.out + ".csv", index=False)
+    Path(args.out + ".md").write_text("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
