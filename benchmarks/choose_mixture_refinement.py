@@ -125,6 +125,7 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()), help="a checkpoint with a K ranker")
+    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all four")
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--out", default="docs/results/choice-mixture-refine")
@@ -132,8 +133,8 @@ def main(argv=None) -> None:
     rows = []
     pool = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
     try:
-        for which, size in SIZES.items():
-            n = min(size, args.tasks or size)
+        for which in args.set:
+            n = min(SIZES[which], args.tasks or SIZES[which])
             step = -(-n // args.workers)
             jobs = [(args.checkpoint, which, n, s, min(s + step, n)) for s in range(0, n, step)]
             for part in (pool.map(_work, jobs) if pool else map(_work, jobs)):

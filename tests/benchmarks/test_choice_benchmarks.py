@@ -203,3 +203,43 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
         np.savez(folder / f"{which}.npz", **{**prior, "weights_sha256": np.array("0" * 64)})
     with pytest.raises(SystemExit, match="recompute them with benchmarks/k_rule_records.py"):
         main([_ranked(tmp_path, "r1", 1), "--records", str(folder), "--out", str(out)])
+
+
+def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_path):
+    from benchmarks.choose_mixture_refinement import VARIANTS, main, variant_labels
+
+    out = tmp_path / "choice-mixture-refine"
+    main(["--set", "prior", "one-informative", "--tasks", "1", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior", "one-informative"]
+    for name in VARIANTS:
+        assert df[name].between(-1, 1).all() and (df[f"{name}_ms"] >= 0).all()
+    report = (tmp_path / "choice-mixture-refine.md").read_text()
+    assert "| prior | 1 | kmeans |" in report and "Chosen: " in report and "Checkpoint sha256:" in report
+    # the baseline is the ranker's candidate itself; the shared-diagonal variants weigh out a noise column
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 150)
+    X = np.c_[6.0 * y + rng.normal(size=300), 3.0 * rng.normal(size=300)]
+    start = np.where(rng.random(300) < 0.25, 1 - y, y)
+    np.testing.assert_array_equal(variant_labels("kmeans", X, start, 2), start)
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(y, variant_labels("shared-floor-0.3", X, start, 2)) > 0.95
+
+
+def test_paired_results_compares_one_method_table_by_table(tmp_path):
+    from benchmarks.paired_results import main
+
+    def results(aris):
+        return pd.DataFrame([{"suite": "real", "dataset": f"t{i}", "method": m, "k_mode": "auto", "ari": a,
+                              "k_pred": 2} for i, a in enumerate(aris) for m in ("TabClustPFN", "KMeans+")])
+
+    results([0.5, 0.9, 0.2, 0.4]).to_csv(tmp_path / "a.csv", index=False)
+    results([0.5, 0.6, 0.3, 0.2]).to_csv(tmp_path / "b.csv", index=False)
+    out = tmp_path / "paired.md"
+    main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--labels", "new", "old", "--out", str(out)])
+    report = out.read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| real |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "4" and cells[4].startswith("+0.100")  # mean of 0, +0.3, -0.1, +0.2
+    assert cells[5] == "0.62" and cells[7] == "2 / 1"  # a tie counts half
+    assert "most lost: t2 0.30 -> 0.20; most gained: t1 0.60 -> 0.90, t3 0.20 -> 0.40" in report
