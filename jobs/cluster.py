@@ -42,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column orderings averaged per table (default: the estimator's, 4; 1 is fastest)")
     p.add_argument("--refine", choices=REFINES, default=None,
                    help="gmm (default): two k-means steps from the model's partitions, then the chosen one by a "
-                        "Gaussian mixture with one shared diagonal covariance; kmeans: the k-means steps only; "
-                        "none: the model's partitions as they are")
+                        "diagonal Gaussian mixture; kmeans: the k-means steps only; none: the model's partitions as "
+                        "they are")
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="answer one cluster for a table that looks like a single Gaussian mode (default: always "
                         "K >= 2)")

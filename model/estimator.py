@@ -19,8 +19,8 @@ from model.checkpoint import load_checkpoint, weights_sha256
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
-from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, SharedDiagonalMixture, design,
-                              lloyd, one_hot_widths, refine_candidates, shared_diagonal_em)
+from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
+                              diagonal_em, lloyd, one_hot_widths, refine_candidates)
 from model.k_features import candidate_features
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
@@ -93,12 +93,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         K's partition gets two Lloyd (k-means) steps started from it, in the preprocessed space with categorical
         codes one-hot, before K is chosen among them; rows then go to the nearest of the refined cluster means
         (``probabilities_`` and ``predict_proba`` become a Gaussian with one shared spherical variance around those
-        means). ``"gmm"``: the same candidates and K, then the chosen partition refined by EM of a Gaussian mixture
-        with one diagonal covariance shared by the clusters, which weighs each column by how tight the clusters are
-        in it (pure-noise columns count less); ``probabilities_`` and ``predict_proba`` are the mixture's posterior.
-        Chosen on development data against ``"kmeans"`` (ARI +0.041 +- 0.003 on held-out prior tasks, +0.049 +-
-        0.005 with noise columns, +0.064 +- 0.006 with one informative column among noise columns, -0.003 +- 0.007
-        on the 23 development tables; ``docs/results/choice-mixture-refine.md``). ``"none"``: the network's
+        means). ``"gmm"``: the same candidates and K, then the chosen partition refined by three EM steps of a
+        Gaussian mixture with a diagonal covariance per cluster, so clusters may differ in spread and in the
+        columns they are tight in; ``probabilities_`` and ``predict_proba`` are the mixture's posterior. Chosen
+        on development data against ``"kmeans"`` (ARI +0.058 +- 0.004 on held-out prior tasks, +0.031 +- 0.008
+        with noise columns, +0.006 +- 0.002 with 2-3 columns, +0.016 +- 0.008 on the 23 development tables;
+        ``docs/results/choice-mixture-refine.md``). ``"none"``: the network's
         partitions as they are (the paper's).
     allow_single_cluster : bool, default=False
         With ``n_clusters=None``, answer one cluster (``n_clusters_ = 1``, every label 0) when the table looks like
@@ -126,8 +126,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, the posterior, or the
         expected ARI of each candidate, Lloyd-refined unless ``refine="none"``, under the posterior renormalised
-        over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is given
-        (then the expected ARI in place of the ranker's score, which needs every candidate refined).
+        over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is
+        given (then the expected ARI in place of the ranker's score, which needs every candidate refined).
     k_selection_ : str
         The rule that chose K (``k_selection`` with ``"auto"`` resolved; ``"given"`` when ``n_clusters`` is set).
     structure_score_ : float
@@ -308,9 +308,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             scores = ranked
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
-        self._centroids: Centroids | SharedDiagonalMixture | None = refined[k - 2]
-        if self.refine == "gmm":  # the chosen candidate, refined again by the shared-diagonal mixture
-            self._centroids = shared_diagonal_em(rows, candidates[k - 2], k)[1]
+        self._centroids: Centroids | DiagonalMixture | None = refined[k - 2]
+        if self.refine == "gmm":  # the chosen candidate, refined again by a diagonal Gaussian mixture
+            self._centroids = diagonal_em(rows, candidates[k - 2], k)[1]
         self.structure_score_ = float("nan")
         if test_structure:
             two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)

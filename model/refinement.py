@@ -1,5 +1,5 @@
 """Test-time refinement: two Lloyd (k-means) steps started from the network's partition, then (``refine="gmm"``,
-the default) EM of a Gaussian mixture with one shared diagonal covariance started from the chosen partition.
+the default) a few EM steps of a diagonal Gaussian mixture started from the chosen partition.
 
 The network's partition at a given K is often nearly right and a little off at the cluster borders; k-means
 started from it moves those rows to the nearest cluster mean. Run to convergence, k-means also drags
@@ -15,15 +15,15 @@ on 300 held-out prior tasks, +0.030 +- 0.009 on 200 prior tasks with noise colum
 +0.025 +- 0.019 on the 23 development tables; kept only at ARI >= 0.6 with the network's: +0.008 +- 0.003,
 +0.007 +- 0.004, +0.008 +- 0.009; run to convergence: -0.023 +- 0.008 on the prior tasks.
 
-``refine="gmm"`` (:func:`shared_diagonal_em`): K is chosen among the Lloyd-refined candidates as above, then the
-chosen partition gets ``DEFAULT_EM_STEPS`` EM steps of K Gaussians sharing one diagonal covariance (variances at
-least ``VARIANCE_FLOOR``): k-means in a metric that divides each column by its within-cluster variance, so columns
-whose clusters are tight count more and pure-noise columns less. Chosen on development data by
-``benchmarks/choose_mixture_refinement.py`` (``docs/results/choice-mixture-refine.md``; against the Lloyd-refined
-partition at the same K, mean ARI difference +- standard error): +0.041 +- 0.003 on 400 held-out prior tasks,
-+0.049 +- 0.005 on 200 with noise columns and contaminated rows, +0.064 +- 0.006 on 200 with one informative column
-among noise columns, -0.003 +- 0.007 on the 23 development tables; a diagonal covariance per cluster gained more on
-the prior tasks (+0.058) and less elsewhere.
+``refine="gmm"`` (:func:`diagonal_em`): K is chosen among the Lloyd-refined candidates as above, then the chosen
+partition gets ``DEFAULT_EM_STEPS`` EM steps of K Gaussians, each with its own diagonal covariance (variances at
+least ``VARIANCE_FLOOR``) and mixing proportion: clusters may then differ in spread and in the columns they are
+tight in. Chosen on development data by ``benchmarks/choose_mixture_refinement.py``
+(``docs/results/choice-mixture-refine.md``; against the Lloyd-refined partition at the same K, mean ARI difference
++- standard error): +0.058 +- 0.004 on 400 held-out prior tasks, +0.031 +- 0.008 with noise columns and
+contaminated rows, +0.003 +- 0.007 with one informative column among noise columns, +0.006 +- 0.002 on 200 with 2-3
+columns, +0.016 +- 0.008 on the 23 development tables. One covariance shared by the clusters gained more with noise
+columns (+0.06) but lost on the 2-3-column tables.
 
 The rows live in the *design space*: numeric columns as the preprocessing left them (z-normalised, or unit
 principal components) and categorical codes one-hot (0/1), so that a mean is defined. Rows are assigned to the
@@ -45,12 +45,14 @@ DEFAULT_MIN_AGREEMENT: float | None = None
 REFINES: tuple[str, ...] = ("kmeans", "gmm", "none")
 #: The refinements whose candidates are the Lloyd-refined ones (the K ranker picks among them).
 REFINED_CANDIDATES: tuple[str, ...] = ("kmeans", "gmm")
-#: ``refine="gmm"``: EM steps of the shared-diagonal Gaussian mixture from the chosen candidate.
-DEFAULT_EM_STEPS = 10
-#: ``refine="gmm"``: smallest within-cluster variance of a design column (numeric columns have unit variance), so a
-#: column is weighted at most 1 / VARIANCE_FLOOR times as k-means weights it (chosen on development data against
-#: 0.1 and 3 EM steps: ``docs/results/choice-mixture-refine.md``).
-VARIANCE_FLOOR = 0.3
+#: ``refine="gmm"``: the diagonal Gaussian mixture started from the chosen candidate (chosen on development data
+#: among shared and per-cluster covariances, floors, steps and proportions: ``docs/results/choice-mixture-refine.md``):
+#: EM steps, the smallest variance of a design column (numeric columns have unit variance), one covariance per
+#: cluster (not shared) and estimated mixing proportions.
+DEFAULT_EM_STEPS = 3
+VARIANCE_FLOOR = 0.1
+DEFAULT_SHARED = False
+DEFAULT_MIXING = True
 #: ``TabClustPFN``'s ``refine`` unless told otherwise (chosen on development data, see the module docstring).
 DEFAULT_REFINE = "gmm"
 
@@ -149,22 +151,22 @@ def refine_candidates(X: np.ndarray, probs: np.ndarray, n_candidates: int, steps
     return labels, kept
 
 
+
 @dataclass(frozen=True)
-class SharedDiagonalMixture:
-    """A refined partition's model under ``refine="gmm"``: K Gaussians with their own means and weights and one
-    diagonal covariance shared by all (``variances``, per design column). Rows go to the most probable component;
-    as k-means in a metric that divides each column by its within-cluster variance, so columns whose clusters are
-    tight weigh more and columns of pure noise (within-cluster variance near their total) less."""
+class DiagonalMixture:
+    """A refined partition's model under ``refine="gmm"``: K Gaussians with diagonal covariances (``variances``, per
+    component and design column; equal rows when shared) and mixing proportions. Rows go to the most probable
+    component; the soft assignment is its posterior."""
 
     means: np.ndarray  # (K, P)
-    variances: np.ndarray  # (P,)
-    log_weights: np.ndarray  # (K,)
+    variances: np.ndarray  # (K, P)
+    log_weights: np.ndarray  # (K,), -inf for a component that takes no row
 
     def log_joint(self, X: np.ndarray) -> np.ndarray:
         """(n, K): log p(row, component) up to a constant shared by the components."""
-        scaled = self.means / self.variances
-        sq = (X**2) @ (1.0 / self.variances)
-        return -0.5 * (sq[:, None] - 2.0 * X @ scaled.T + (self.means * scaled).sum(1)[None]) + self.log_weights[None]
+        precision = 1.0 / self.variances
+        quad = (X**2) @ precision.T - 2.0 * X @ (self.means * precision).T + (self.means**2 * precision).sum(1)[None]
+        return -0.5 * (quad + np.log(self.variances).sum(1)[None]) + self.log_weights[None]
 
     def labels(self, X: np.ndarray) -> np.ndarray:
         return self.log_joint(X).argmax(1)
@@ -177,28 +179,36 @@ class SharedDiagonalMixture:
         return p / p.sum(1, keepdims=True)
 
 
-def shared_diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
-                       floor: float = VARIANCE_FLOOR) -> tuple[np.ndarray, SharedDiagonalMixture]:
-    """``steps`` EM steps of a K-component Gaussian mixture with one shared diagonal covariance (variances at least
+def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
+                floor: float = VARIANCE_FLOOR, shared: bool = DEFAULT_SHARED, mixing: bool = DEFAULT_MIXING
+                ) -> tuple[np.ndarray, DiagonalMixture]:
+    """``steps`` EM steps of a K-component Gaussian mixture with diagonal covariances (variances at least
     ``floor``) on ``X`` (n, P), started from the hard partition ``labels`` (values in 0..k-1).
 
+    ``shared``: one diagonal covariance for all components (pooled within-cluster variances: k-means in a metric
+    that divides each column by it), else one per component; ``mixing``: mixing proportions estimated, else equal.
     Returns the partition (each row's most probable component) and the mixture it was assigned with. A component
-    that loses every row keeps its mean, a tiny weight and the shared variances."""
+    that loses every row keeps its mean and variances and takes no row from then on (weight 0)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if floor <= 0:
         raise ValueError(f"floor must be > 0, got {floor}")
     X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
+    n, p = X.shape
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
-    means = np.zeros((k, X.shape[1]))
+    means, variances = np.zeros((k, p)), np.ones((k, p))
     for _ in range(steps):
         mass = resp.sum(0)
         kept = mass > 1e-12
         means[kept] = (resp.T @ X)[kept] / mass[kept, None]
-        within = (resp.T @ X**2 - mass[:, None] * means**2).sum(0) / n  # shared: pooled over the components
-        model = SharedDiagonalMixture(means.copy(), np.maximum(within, floor),
-                                      np.log(np.maximum(mass, 1e-12) / n))
+        second = resp.T @ X**2 - mass[:, None] * means**2  # (K, P) within-cluster sums of squares
+        if shared:
+            variances = np.broadcast_to(second.sum(0) / n, (k, p)).copy()
+        else:
+            variances[kept] = second[kept] / mass[kept, None]
+        log_weights = np.full(k, -np.inf)
+        log_weights[kept] = np.log(mass[kept] / n) if mixing else -np.log(kept.sum())
+        model = DiagonalMixture(means.copy(), np.maximum(variances, floor), log_weights)
         resp = model.probabilities(X)
     return resp.argmax(1), model

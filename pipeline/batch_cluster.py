@@ -77,7 +77,7 @@ class ClusterJobConfig:
         default.
     refine : str, optional
         ``TabClustPFN(refine=...)``: ``"gmm"`` (two Lloyd steps from the network's partitions, then the chosen one
-        by a shared-diagonal Gaussian mixture), ``"kmeans"`` (the Lloyd steps only) or ``"none"``; None keeps the
+        by a diagonal Gaussian mixture), ``"kmeans"`` (the Lloyd steps only) or ``"none"``; None keeps the
         estimator's default.
     allow_single_cluster : bool
         ``TabClustPFN(allow_single_cluster=...)``: a table that looks like one Gaussian mode gets one cluster

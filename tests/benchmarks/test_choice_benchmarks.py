@@ -224,6 +224,7 @@ def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_pat
     np.testing.assert_array_equal(variant_labels("kmeans", X, start, 2), start)
     from sklearn.metrics import adjusted_rand_score
     assert adjusted_rand_score(y, variant_labels("shared-floor-0.3", X, start, 2)) > 0.95
+    assert adjusted_rand_score(y, variant_labels("own-diagonal", X, start, 2)) > 0.95
 
 
 def test_paired_results_compares_one_method_table_by_table(tmp_path):

@@ -1,5 +1,5 @@
 """Test-time refinement (model/refinement.py): guarded Lloyd steps from the network's partition, and the
-shared-diagonal mixture of ``refine="gmm"``."""
+diagonal mixture of ``refine="gmm"``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from model.refinement import (VARIANCE_FLOOR, Centroids, design, lloyd, one_hot_widths, refine_candidates,
-                              shared_diagonal_em)
+from model.refinement import Centroids, design, diagonal_em, lloyd, one_hot_widths, refine_candidates
 from model.selection import select_k
 
 
@@ -118,36 +117,65 @@ def _one_informative_column(n_noise=12, seed=0):
 
 def test_the_shared_mixture_weighs_a_column_by_its_within_cluster_precision():
     """Groups 6 SD apart in column 0 beside 12 noise columns, started from a partition with 30 % of its rows
-    flipped: the fitted variance of column 0 is the floor, a fraction of the noise columns' (near 1), so the noise
-    columns count less than in k-means' metric, and the partition is recovered."""
+    flipped: with one shared covariance the fitted variance of column 0 is a fraction of the noise columns' (near
+    1), so the noise columns count less than in k-means' metric, and the partition is recovered."""
     X, y = _one_informative_column()
     rng = np.random.default_rng(1)
     start = np.where(rng.random(len(y)) < 0.3, 1 - y, y)
-    labels, mixture = shared_diagonal_em(X, start, 2)
-    assert mixture.variances[0] == VARIANCE_FLOOR  # its within-cluster variance is below the floor
-    assert np.all(mixture.variances[1:] > 0.8)
+    labels, mixture = diagonal_em(X, start, 2, steps=10, floor=0.1, shared=True)
+    assert np.all(mixture.variances == mixture.variances[0])  # one covariance for both components
+    assert mixture.variances[0, 0] < 0.3 and np.all(mixture.variances[0, 1:] > 0.8)
     assert adjusted_rand_score(y, start) < 0.3
     assert adjusted_rand_score(y, labels) >= 0.97
+
+
+def test_per_cluster_covariances_fit_a_tight_and_a_wide_cluster():
+    """The default (one diagonal covariance per cluster): a tight cluster beside a wide one gets its own small
+    variances, and the border moves towards the tight cluster, as a Gaussian mixture puts it."""
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1], 300)
+    X = np.where(y[:, None] == 0, 0.3, 1.5) * rng.normal(size=(600, 2)) + 3.0 * y[:, None]
+    labels, mixture = diagonal_em(X, y, 2)
+    assert np.all(mixture.variances[0] < 0.2) and np.all(mixture.variances[1] > 1.5)
+    lloyd_labels, _ = lloyd(X, _soft(y, 2), steps=2)
+    assert adjusted_rand_score(y, labels) > adjusted_rand_score(y, lloyd_labels)
 
 
 def test_mixture_labels_are_the_argmax_of_its_probabilities_for_the_rows_it_was_fitted_on_and_new_ones():
     X, y = _one_informative_column(n_noise=3, seed=2)
     start = np.random.default_rng(0).integers(0, 3, len(y))  # a poor start, 3 components
-    labels, mixture = shared_diagonal_em(X, start, 3, steps=2)
-    np.testing.assert_array_equal(mixture.labels(X), labels)
-    P = mixture.probabilities(X)
-    np.testing.assert_allclose(P.sum(1), 1.0)
-    np.testing.assert_array_equal(P.argmax(1), labels)
-    new = np.random.default_rng(3).normal(size=(50, X.shape[1]))
-    np.testing.assert_array_equal(mixture.probabilities(new).argmax(1), mixture.labels(new))
+    for shared in (False, True):
+        labels, mixture = diagonal_em(X, start, 3, steps=2, shared=shared)
+        np.testing.assert_array_equal(mixture.labels(X), labels)
+        P = mixture.probabilities(X)
+        np.testing.assert_allclose(P.sum(1), 1.0)
+        np.testing.assert_array_equal(P.argmax(1), labels)
+        new = np.random.default_rng(3).normal(size=(50, X.shape[1]))
+        np.testing.assert_array_equal(mixture.probabilities(new).argmax(1), mixture.labels(new))
 
 
 def test_mixture_keeps_a_component_without_rows_and_refuses_bad_settings():
     X, _ = _one_informative_column(n_noise=2)
-    labels, mixture = shared_diagonal_em(X, np.zeros(len(X), np.int64), 3, steps=3)  # components 1, 2 start empty
-    assert mixture.means.shape == (3, X.shape[1]) and np.all(np.isfinite(mixture.means))
-    assert set(np.unique(labels)) == {0}
+    for mixing in (True, False):
+        labels, mixture = diagonal_em(X, np.zeros(len(X), np.int64), 3, mixing=mixing)  # 1 and 2 start empty
+        assert mixture.means.shape == (3, X.shape[1]) and np.all(np.isfinite(mixture.means))
+        assert set(np.unique(labels)) == {0} and np.all(mixture.log_weights[1:] == -np.inf)
     with pytest.raises(ValueError, match="steps must be >= 1"):
-        shared_diagonal_em(X, labels, 3, steps=0)
+        diagonal_em(X, labels, 3, steps=0)
     with pytest.raises(ValueError, match="floor must be > 0"):
-        shared_diagonal_em(X, labels, 3, floor=0.0)
+        diagonal_em(X, labels, 3, floor=0.0)
+
+
+def test_with_equal_proportions_rows_go_to_the_nearest_mean_in_the_rescaled_metric():
+    """shared=True, mixing=False: the components weigh alike, so each row goes to the mean nearest in the metric
+    that divides each column by the shared within-cluster variance; with mixing a large component takes border
+    rows of a small one."""
+    rng = np.random.default_rng(4)
+    y = np.r_[np.zeros(900, np.int64), np.ones(100, np.int64)]
+    X = rng.normal(size=(1000, 2)) + 2.5 * y[:, None]
+    labels, mixture = diagonal_em(X, y, 2, shared=True, mixing=False)
+    np.testing.assert_allclose(mixture.log_weights, np.log(0.5))
+    nearest = (((X[:, None, :] - mixture.means[None]) ** 2) / mixture.variances[0]).sum(-1).argmin(1)
+    np.testing.assert_array_equal(labels, nearest)
+    weighted, _ = diagonal_em(X, y, 2, shared=True, mixing=True)
+    assert (weighted == 1).sum() < (labels == 1).sum()
