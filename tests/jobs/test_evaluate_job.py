@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from model.refinement import DEFAULT_REFINE
 from tests.job_scripts import load_job
 
 
@@ -83,7 +84,7 @@ def test_quick_mode_end_to_end(ray_local, job, tmp_path, tiny_checkpoint, tracki
     text = (out / "results.md").read_text()
     assert "Bayes-oracle ARI" in text and "Calibration of the CIN posterior" in text
     assert "Checkpoint sha256: `" in text and "Machine: " in text and "Date: " in text  # provenance recorded
-    assert "refinement `kmeans`" in text  # the estimator's default, named in the settings line
+    assert f"refinement `{DEFAULT_REFINE}`" in text  # the estimator's default, named in the settings line
     assert (out / "calibration.png").is_file() and (out / "synthetic_auto_cd.png").is_file()
 
     client = mlflow.MlflowClient(tracking_uri)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from model.refinement import DEFAULT_REFINE, REFINES
 from pipeline.batch_cluster import (
     SUMMARY_COLUMNS,
     ClusterJobConfig,
@@ -186,8 +187,9 @@ def test_allow_single_cluster_reaches_the_estimator_and_a_one_mode_table_gets_on
 
 
 def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
-    assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == "kmeans"
-    assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1, refine="none").refine == "none"
+    assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == DEFAULT_REFINE
+    for refine in REFINES:
+        assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1, refine=refine).refine == refine
 
 
 @pytest.mark.parametrize(
@@ -199,7 +201,7 @@ def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint
         ({"seed": -1}, r"seed must be in 0\.\.4294967295"),
         ({"seed": 2**32}, r"seed must be in 0\.\.4294967295"),
         ({"max_retries": -1}, "max_retries must be >= 0, got -1"),
-        ({"refine": "gmm"}, "unknown refine 'gmm'"),
+        ({"refine": "spectral"}, "unknown refine 'spectral'"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):
