@@ -91,11 +91,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
 
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
-    from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
-    from model.k_features import candidate_features
-    from model.preprocessing import TablePreprocessor
-    from model.refinement import design, one_hot_widths, refine_candidates
-    from model.selection import select_k
+    from pipeline.k_ranker_fit import table_candidates
 
     torch.set_num_threads(1)
     net = load_checkpoint(checkpoint)[0].eval()
@@ -106,15 +102,8 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
         if not start <= i < stop:
             continue
         with torch.no_grad():
-            Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
-                                       max_categories=net.cfg.max_categories).fit_transform(frame)
-            member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
-            probs, post, _ = combine_members(member_probs, member_post)
-            k_hi = min(net.cfg.k_max, len(y) - 1)
-            X = design(Z, cat, one_hot_widths(Z, cat))
-            candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
-            _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
-            k, _ = net.k_ranker.choose(candidate_features(X, candidates, probs, post, scores, k_hi))
+            X, candidates, features, _ = table_candidates(net, frame, len(y))
+            k, _ = net.k_ranker.choose(features)
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
         for v in VARIANTS:
             t0 = time.perf_counter()

@@ -24,9 +24,9 @@ def at_least_float32(t: torch.Tensor) -> torch.Tensor:
 CUDA_ATTENTION_MAX_BATCH = 32768
 
 
-#: On CPU, attention with at most this many queries per set over at least ``_FEW_QUERIES_MIN_KEYS`` keys is
-#: computed as two matrix products: ``scaled_dot_product_attention``'s CPU kernel tiles by queries and is 4-6x
-#: slower there (4 CLS queries over 22-56 cells, 2-core VM; ``benchmarks/bench_inference.py``).
+#: On CPU, attention with at most this many queries per set over at least ``_FEW_QUERIES_MIN_KEYS`` keys (the row
+#: interaction's last block: the CLS queries over the cells) is computed as two matrix products, which are faster
+#: there than ``scaled_dot_product_attention``'s CPU kernel with several threads and level with it on one.
 FEW_QUERIES = 8
 _FEW_QUERIES_MIN_KEYS = 16
 

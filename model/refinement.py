@@ -139,7 +139,7 @@ def refine_candidates(X: np.ndarray, probs: np.ndarray, n_candidates: int, steps
     labels : (K_max-1, n) every candidate's hard partition (refined or the network's argmax).
     centroids : per candidate, the :class:`Centroids` of its refinement, or None where the network's was kept.
     """
-    from model.selection import cross_ari  # noqa: PLC0415  (selection imports nothing from here)
+    from model.selection import cross_ari  # noqa: PLC0415  (selection imports this module)
 
     labels = probs.argmax(-1)
     kept: list[Centroids | None] = [None] * probs.shape[0]
@@ -149,7 +149,6 @@ def refine_candidates(X: np.ndarray, probs: np.ndarray, n_candidates: int, steps
         if min_agreement is None or cross_ari(refined[None], labels[c][None])[0, 0] >= min_agreement:
             labels[c], kept[c] = refined, centroids
     return labels, kept
-
 
 
 @dataclass(frozen=True)

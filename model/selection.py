@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from model.refinement import REFINED_CANDIDATES
+
 KSelection = Literal["posterior_mode", "expected_ari"]
 K_SELECTIONS: tuple[str, ...] = ("posterior_mode", "expected_ari")
 #: The rule ``TabClustPFN`` and the validation metrics use unless told otherwise. Chosen on 400 held-out prior
@@ -47,7 +49,7 @@ def resolve_k_selection(k_selection: str, has_ranker: bool, refine: str) -> str:
     itself."""
     if k_selection != "auto":
         return k_selection
-    return "ranker" if has_ranker and refine in ("kmeans", "gmm") else DEFAULT_K_SELECTION
+    return "ranker" if has_ranker and refine in REFINED_CANDIDATES else DEFAULT_K_SELECTION
 
 
 #: Contingency codes :func:`cross_ari` holds at once (8 MB of int64): partitions of ``a`` are taken in slices.

@@ -67,28 +67,37 @@ def train_table(i: int):
     return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
+def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K -> (rows in the design space
+    (N, P), the Lloyd-refined candidates (K_max-1, N), their features (k_hi-1, F) for K = 2..k_hi, k_hi)."""
+    from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
+    from model.k_features import candidate_features
+    from model.preprocessing import TablePreprocessor
+    from model.refinement import design, one_hot_widths, refine_candidates
+    from model.selection import select_k
+
+    Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
+                               max_categories=net.cfg.max_categories).fit_transform(frame)
+    member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
+    probs, post, _ = combine_members(member_probs, member_post)
+    k_hi = min(net.cfg.k_max, n_rows - 1)
+    X = design(Z, cat, one_hot_widths(Z, cat))
+    candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
+    _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
+    return X, candidates, candidate_features(X, candidates, probs, post, scores, k_hi), k_hi
+
+
 def table_record(net, frame, y) -> tuple[np.ndarray, np.ndarray, int, int]:
     """One table clustered as ``TabClustPFN`` does by default -> (features (K_max-1, F), ARI (K_max-1,), true K,
     k_hi), NaN beyond k_hi."""
     from sklearn.metrics import adjusted_rand_score
 
-    from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
-    from model.k_features import FEATURES, candidate_features
-    from model.preprocessing import TablePreprocessor
-    from model.refinement import design, one_hot_widths, refine_candidates
-    from model.selection import select_k
+    from model.k_features import FEATURES
 
     c_max = net.cfg.k_max - 1
-    Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
-                               max_categories=net.cfg.max_categories).fit_transform(frame)
-    member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
-    probs, post, _ = combine_members(member_probs, member_post)
-    k_hi = min(net.cfg.k_max, len(y) - 1)
-    X = design(Z, cat, one_hot_widths(Z, cat))
-    candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
-    _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
+    _, candidates, features, k_hi = table_candidates(net, frame, len(y))
     feats = np.full((c_max, len(FEATURES)), np.nan)
-    feats[: k_hi - 1] = candidate_features(X, candidates, probs, post, scores, k_hi)
+    feats[: k_hi - 1] = features
     ari = np.full(c_max, np.nan)
     ari[: k_hi - 1] = [adjusted_rand_score(y, candidates[c]) for c in range(k_hi - 1)]
     return feats, ari, int(len(np.unique(y))), k_hi
