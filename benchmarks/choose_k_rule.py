@@ -11,12 +11,14 @@ their features and ARI, computed once by the network), every rule picks one cand
   posterior), the baseline;
 - ``silhouette``: the candidate of highest silhouette (the KMeans+ peer's rule, on the network's candidates);
 - ``expected_ari+silhouette``: the sum of the two;
+- ``mix_bic``: the candidate whose diagonal mixture (``refine="gmm"``'s) has the best penalised likelihood (BIC);
 - each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), which must sit on the network the
   records were computed with (its weights' sha256 is checked).
 
-Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari`` (or,
-with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same records, e.g. the shipped ranker) table
-by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
+A rule's pick scores the ARI of the partition the estimator's default refine returns at that K (the records'
+``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari``
+(or ``--baseline RULE``, one of the rules above, e.g. the shipped checkpoint given as one of the checkpoints; or,
+with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same records) table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
 (docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on
 none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
 Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each rule's K and ARI).
@@ -66,7 +68,8 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
     f = rec["features"]
     col = {name: f[..., i] for i, name in enumerate(FEATURES)}
     out = {BASELINE: argmax_rule(col["exp_ari"]), "silhouette": argmax_rule(col["silhouette"]),
-           "expected_ari+silhouette": argmax_rule(col["exp_ari"] + col["silhouette"])}
+           "expected_ari+silhouette": argmax_rule(col["exp_ari"] + col["silhouette"]),
+           "mix_bic": argmax_rule(col["mix_bic"])}
     admissible = torch.as_tensor(~np.isnan(rec["ari"]))
     feats = torch.as_tensor(np.nan_to_num(f, nan=0.0), dtype=torch.float32)
     for name, ranker in rankers.items():
@@ -114,6 +117,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoints", nargs="*", help="checkpoints carrying a K ranker, on the records' network")
     ap.add_argument("--records", default="outputs/k-rule")
+    ap.add_argument("--baseline", default=BASELINE,
+                    help="the rule the others are compared with: one of the fixed rules or a checkpoint's stem "
+                         "(default: %(default)s)")
     ap.add_argument("--baseline-from", nargs=2, metavar=("CSV", "RULE"), default=None,
                     help="the baseline: RULE's picks in an earlier choice's CSV on the same records (e.g. the shipped "
                          "ranker's), in place of expected_ari")
@@ -142,8 +148,10 @@ def main(argv=None) -> None:
                 row[rule + "_k"] = int(pick[j]) + 2
             rows.append(row)
     df = pd.DataFrame(rows)
-    rules = [BASELINE, "silhouette", "expected_ari+silhouette", *rankers]
-    baseline = BASELINE
+    rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers]
+    if args.baseline not in rules:
+        raise SystemExit(f"error: --baseline {args.baseline!r} is none of the rules {rules}")
+    baseline = args.baseline
     if args.baseline_from:
         path, baseline = args.baseline_from
         earlier = pd.read_csv(path)

@@ -102,7 +102,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
         if not start <= i < stop:
             continue
         with torch.no_grad():
-            X, candidates, features, _ = table_candidates(net, frame, len(y))
+            X, candidates, features, _, _ = table_candidates(net, frame, len(y))
             k, _ = net.k_ranker.choose(features)
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
         for v in VARIANTS:

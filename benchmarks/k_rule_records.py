@@ -6,7 +6,8 @@ The development sets of ``benchmarks/choose_checkpoint.py`` (``prior``: 400 held
 ``noisy``: 200 with noise columns and contaminated rows, ``one-informative``: 200 with one informative column among
 noise columns, ``dev``: the 23 tables of ``../shared/benchmarks/dev``), each clustered once by the shipped
 network (``--checkpoint``) as ``TabClustPFN`` does by default; the record of a table keeps, per candidate K, the
-features of :mod:`model.k_features` and the candidate's ARI (``pipeline.k_ranker_fit.table_record``). Writes
+features of :mod:`model.k_features` and the ARI of what each refine returns at that K
+(``pipeline.k_ranker_fit.table_record``). Writes
 ``OUT/<set>.npz`` with the network's weights sha256, which ``benchmarks/choose_k_rule.py`` checks.
 """
 

@@ -35,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=d.epochs, help="(default: %(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="the fit's seed (default: %(default)s)")
     p.add_argument("--workers", type=int, default=d.workers, help="processes computing records (default: %(default)s)")
+    p.add_argument("--feature-set", type=int, default=d.feature_set,
+                   help="the candidate features the ranker reads (model.k_features.FEATURE_SETS; default: "
+                        "%(default)s)")
     return p.parse_args(argv)
 
 
@@ -44,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = RankerFitConfig(checkpoint=str(args.checkpoint or default_checkpoint_path()), out=args.out,
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
-                              epochs=args.epochs, seed=args.seed, workers=args.workers)
+                              epochs=args.epochs, seed=args.seed, workers=args.workers,
+                              feature_set=args.feature_set)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

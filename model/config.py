@@ -40,7 +40,8 @@ class ModelConfig:
 
     ``k_ranker``: the network carries a :class:`model.k_ranker.KRanker`, fitted to its final weights after
     training (``jobs/fit_k_ranker.py``); pretraining never trains it, and a run continued from such a checkpoint
-    starts without it (a changed network needs its ranker fitted again).
+    starts without it (a changed network needs its ranker fitted again). ``k_ranker_features``: the feature set
+    (:data:`model.k_features.FEATURE_SETS`) that ranker reads.
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -66,6 +67,8 @@ class ModelConfig:
     cat_skip: bool = False  # encoder: categorical columns' codes join the row representation directly
     #: a fitted choice of K (model.k_ranker.KRanker) travels with the weights; fitted after training (never by it)
     k_ranker: bool = False
+    #: the features that ranker reads (model.k_features.FEATURE_SETS); 1 for checkpoints written before set 2
+    k_ranker_features: int = 1
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",

@@ -21,7 +21,7 @@ from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
                               diagonal_em, lloyd, one_hot_widths, refine_candidates)
-from model.k_features import candidate_features
+from model.k_features import candidate_features, candidate_mixtures
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
@@ -301,16 +301,18 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
         k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=DEFAULT_K_SELECTION if rule == "ranker"
                                   else rule, members=(member_probs, member_posteriors), candidates=candidates)
+        mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         if rule == "ranker" and self.n_clusters is None:
             ranked = np.full_like(scores, -np.inf)
+            mixtures = candidate_mixtures(rows, candidates, k_hi)
             k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(
-                candidate_features(rows, candidates, probs_all, posterior, scores, k_hi))
+                candidate_features(rows, candidates, probs_all, posterior, scores, k_hi, mixtures))
             scores = ranked
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | DiagonalMixture | None = refined[k - 2]
         if self.refine == "gmm":  # the chosen candidate, refined again by a diagonal Gaussian mixture
-            self._centroids = diagonal_em(rows, candidates[k - 2], k)[1]
+            self._centroids = (mixtures[k - 2] if mixtures is not None else diagonal_em(rows, candidates[k - 2], k))[1]
         self.structure_score_ = float("nan")
         if test_structure:
             two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)

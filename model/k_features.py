@@ -13,18 +13,30 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
 * ``log_ch``: log of the Calinski-Harabasz ratio;
 * ``smallest``: the smallest cluster's share of the rows, times K (1: equal sizes);
 * ``moved``: the share of rows the refinement moved away from the network's argmax;
-* ``crisp``: the network's mean largest membership probability at K.
+* ``crisp``: the network's mean largest membership probability at K;
+* ``mix_ll``: the mean log-likelihood per row and design column of the diagonal Gaussian mixture that
+  ``refine="gmm"`` fits from the candidate (:func:`model.refinement.diagonal_em`);
+* ``mix_bic``: the same less the BIC's penalty, ``(K (2P + 1) - 1) log N / (2N)`` per column: a candidate that
+  splits pure-noise columns gains little likelihood for its parameters, one that separates a single informative
+  column among them gains much.
 
-Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
+A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 all
+of them. Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from model.refinement import DiagonalMixture, diagonal_em
+
 #: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
 SILHOUETTE_ROWS = 400
-FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch", "smallest", "moved", "crisp")
+FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch", "smallest", "moved", "crisp",
+            "mix_ll", "mix_bic")
+#: The features a ranker of each feature set reads (``ModelConfig.k_ranker_features``).
+FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES}
+LATEST_FEATURE_SET = max(FEATURE_SETS)
 
 
 def silhouettes(distances: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -73,13 +85,27 @@ def within_ratios(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
+def mixture_log_likelihood(X: np.ndarray, mixture: DiagonalMixture) -> float:
+    """Total log-likelihood of the rows ``X`` (N, P) under ``mixture`` (its components' densities, weighted)."""
+    joint = mixture.log_joint(X)
+    top = joint.max(1, keepdims=True)
+    return float((top[:, 0] + np.log(np.exp(joint - top).sum(1))).sum() - 0.5 * X.size * np.log(2.0 * np.pi))
+
+
+def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list[tuple[np.ndarray, DiagonalMixture]]:
+    """The diagonal mixture ``refine="gmm"`` fits from each candidate K = 2..k_hi: [(partition, mixture)]."""
+    return [diagonal_em(X, candidates[c], c + 2) for c in range(k_hi - 1)]
+
+
 def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
-                       scores: np.ndarray, k_hi: int) -> np.ndarray:
+                       scores: np.ndarray, k_hi: int,
+                       mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None) -> np.ndarray:
     """Features (``FEATURES``) of candidates K = 2..k_hi -> (k_hi - 1, len(FEATURES)).
 
     X : (N, P) the rows in the design space; candidates : (>= k_hi - 1, N) hard partitions for K = 2..;
     probs : (K_max-1, N, K_max) the network's soft partitions; posterior : (K_max-1,) p(K | X);
-    scores : (K_max-1,) the expected ARI of each candidate (``select_k``'s scores).
+    scores : (K_max-1,) the expected ARI of each candidate (``select_k``'s scores); mixtures : the candidates'
+    :func:`candidate_mixtures` where already fitted (else fitted here).
     """
     n = X.shape[0]
     c = k_hi - 1
@@ -103,5 +129,9 @@ def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
     crisp = probs[:c].max(-1).mean(1)
     post = np.asarray(posterior[:c], dtype=np.float64)
     post = post / max(post.sum(), 1e-300)
+    mixtures = candidate_mixtures(X, labels, k_hi) if mixtures is None else mixtures
+    p = X.shape[1]
+    mix_ll = np.array([mixture_log_likelihood(X, mix) for _, mix in mixtures[:c]]) / (n * p)
+    penalty = (ks * (2 * p + 1) - 1) * np.log(n) / (2.0 * n * p)
     return np.stack([np.log(np.maximum(post, 1e-12)), np.asarray(scores[:c], dtype=np.float64), sil, log_within,
-                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp], axis=1)
+                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_ll - penalty], axis=1)

@@ -6,8 +6,9 @@ table's own space (silhouette, within-cluster variance and its drop from K - 1, 
 how far the refinement moved it), and is fitted on prior tables to maximise the ARI of the candidate it picks:
 its loss is the expected ARI of a softmax choice over the admissible candidates, the decision's own objective.
 
-Inputs per candidate (``input_width``): the features, three of them also relative to their best over the
-table's candidates (log posterior, expected ARI, silhouette), and K / 10; standardised by the training set's
+Inputs per candidate (``input_width``): the features of its feature set (``model.k_features.FEATURE_SETS``), some
+also relative to their best over the table's candidates (``RELATIVE``: log posterior, expected ARI, silhouette, and
+in set 2 the mixture's penalised likelihood), and K / 10; standardised by the training set's
 mean and deviation (buffers of the module, so they travel with its weights) and clipped to +-``INPUT_CLIP``.
 """
 
@@ -17,10 +18,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from model.k_features import FEATURES
+from model.k_features import FEATURE_SETS, FEATURES, LATEST_FEATURE_SET
 
-#: Features also given relative to their best over the table's admissible candidates.
-RELATIVE = ("log_post", "exp_ari", "silhouette")
+#: Features also given relative to their best over the table's admissible candidates (those of the ranker's set).
+RELATIVE = ("log_post", "exp_ari", "silhouette", "mix_bic")
 HIDDEN = 32
 #: Standardised inputs are clipped to +-INPUT_CLIP: degenerate tables (a few distinct rows repeated) give
 #: within-cluster variances of 0 and Calinski-Harabasz ratios of 1e12, hundreds of deviations past anything the
@@ -28,39 +29,56 @@ HIDDEN = 32
 INPUT_CLIP = 30.0
 
 
-def input_width() -> int:
-    return len(FEATURES) + len(RELATIVE) + 1
+def _check_set(feature_set: int) -> tuple[str, ...]:
+    if feature_set not in FEATURE_SETS:
+        raise ValueError(f"unknown K ranker feature set {feature_set}: this code knows {sorted(FEATURE_SETS)}")
+    return FEATURE_SETS[feature_set]
 
 
-def ranker_inputs(features: torch.Tensor, admissible: torch.Tensor) -> torch.Tensor:
-    """features (B, C, F) for K = 2..C+1 (any value where not admissible), admissible (B, C) bool -> (B, C, W)."""
+def input_width(feature_set: int = 1) -> int:
+    names = _check_set(feature_set)
+    return len(names) + sum(r in names for r in RELATIVE) + 1
+
+
+def ranker_inputs(features: torch.Tensor, admissible: torch.Tensor, feature_set: int = 1) -> torch.Tensor:
+    """features (B, C, len(FEATURES)) for K = 2..C+1 (any value where not admissible), admissible (B, C) bool ->
+    (B, C, input_width(feature_set)): the set's features, its relative ones and K / 10."""
+    names = _check_set(feature_set)
+    if features.shape[-1] != len(FEATURES):
+        raise ValueError(f"features must have the {len(FEATURES)} columns of model.k_features.FEATURES, got "
+                         f"{features.shape[-1]}")
     feats = torch.where(admissible[..., None], features, torch.zeros_like(features))
     rel = []
-    for name in RELATIVE:
+    for name in (r for r in RELATIVE if r in names):
         col = feats[..., FEATURES.index(name)]
         best = col.masked_fill(~admissible, -torch.inf).amax(-1, keepdim=True)
         rel.append(torch.where(admissible, col - best, torch.zeros_like(col)))
     ks = torch.arange(2, features.shape[1] + 2, dtype=feats.dtype, device=feats.device) / 10.0
-    return torch.cat([feats, torch.stack(rel, -1), ks.expand(features.shape[:2])[..., None]], -1)
+    own = feats[..., [FEATURES.index(name) for name in names]]
+    return torch.cat([own, torch.stack(rel, -1), ks.expand(features.shape[:2])[..., None]], -1)
 
 
 class KRanker(nn.Module):
-    """Scores (B, C) of candidates K = 2..C+1 from their features; -inf where not admissible."""
+    """Scores (B, C) of candidates K = 2..C+1 from their features (all of ``FEATURES``; it reads those of its
+    ``feature_set``); -inf where not admissible."""
 
-    def __init__(self) -> None:
+    def __init__(self, feature_set: int = 1) -> None:
         super().__init__()
-        w = input_width()
+        w = input_width(feature_set)
+        self.feature_set = feature_set
         self.register_buffer("mean", torch.zeros(w))
         self.register_buffer("std", torch.ones(w))
         self.mlp = nn.Sequential(nn.Linear(w, HIDDEN), nn.GELU(), nn.Linear(HIDDEN, HIDDEN), nn.GELU(),
                                  nn.Linear(HIDDEN, 1))
 
     def forward(self, features: torch.Tensor, admissible: torch.Tensor) -> torch.Tensor:
-        x = ((ranker_inputs(features, admissible) - self.mean) / self.std).clamp(-INPUT_CLIP, INPUT_CLIP)
+        x = (ranker_inputs(features, admissible, self.feature_set) - self.mean) / self.std
+        x = x.clamp(-INPUT_CLIP, INPUT_CLIP)
         return self.mlp(x).squeeze(-1).masked_fill(~admissible, -torch.inf)
 
     def choose(self, features: np.ndarray) -> tuple[int, np.ndarray]:
-        """One table's features (C, F) of its admissible candidates K = 2..C+1 -> (chosen K, scores (C,))."""
+        """One table's features (C, len(FEATURES)) of its admissible candidates K = 2..C+1 -> (chosen K, scores
+        (C,))."""
         with torch.no_grad():
             f = torch.as_tensor(np.asarray(features, dtype=np.float32), device=self.mean.device)[None]
             admissible = torch.ones(f.shape[:2], dtype=torch.bool, device=f.device)
@@ -69,15 +87,17 @@ class KRanker(nn.Module):
 
 
 def fit_ranker(features: np.ndarray, ari: np.ndarray, epochs: int = 1500, lr: float = 3e-3,
-               weight_decay: float = 1e-4, seed: int = 0, log_every: int = 0) -> KRanker:
-    """Fit a :class:`KRanker` on T tables: ``features`` (T, C, F) and each candidate's ``ari`` (T, C) against the
-    labels, NaN where a candidate is not admissible. Full-batch Adam on the expected ARI of a softmax choice."""
+               weight_decay: float = 1e-4, seed: int = 0, log_every: int = 0,
+               feature_set: int = LATEST_FEATURE_SET) -> KRanker:
+    """Fit a :class:`KRanker` of ``feature_set`` on T tables: ``features`` (T, C, len(FEATURES)) and each
+    candidate's ``ari`` (T, C) against the labels, NaN where a candidate is not admissible.
+    Full-batch Adam on the expected ARI of a softmax choice."""
     torch.manual_seed(seed)
     f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
     admissible = torch.as_tensor(~np.isnan(ari))
     target = torch.as_tensor(np.nan_to_num(ari, nan=0.0), dtype=torch.float32)
-    ranker = KRanker()
-    x = ranker_inputs(f, admissible)[admissible]
+    ranker = KRanker(feature_set)
+    x = ranker_inputs(f, admissible, feature_set)[admissible]
     ranker.mean.copy_(x.mean(0))
     ranker.std.copy_(x.std(0).clamp(min=1e-6))
     opt = torch.optim.AdamW(ranker.parameters(), lr=lr, weight_decay=weight_decay)

@@ -65,7 +65,7 @@ class TabClustNet(nn.Module):
         self.encoder = Encoder(cfg)
         self.decoder = build_decoder(cfg)
         self.cin = CIN(cfg)
-        self.k_ranker = KRanker() if cfg.k_ranker else None
+        self.k_ranker = KRanker(cfg.k_ranker_features) if cfg.k_ranker else None
 
     def without_k_ranker(self) -> "TabClustNet":
         """This network without its K ranker (itself when it has none), for anything that changes the weights the

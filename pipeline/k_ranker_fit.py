@@ -4,11 +4,13 @@
    development sets draw), N 100-1000: half of the paper's prior as it is, a quarter with pure-noise columns in
    half of them and contaminated rows in 30 % (:mod:`priors.nuisance`), a quarter with 50-90 % noise columns
    beside as few as one informative column. Each is clustered as ``TabClustPFN`` does by default (preprocessing,
-   4 column orderings, every candidate refined by two k-means steps) and its record keeps, per candidate K, the
-   features of :mod:`model.k_features` and the candidate's ARI against the labels. Records are computed in local
+   4 column orderings, every candidate refined by two k-means steps, then its diagonal mixture fitted) and its
+   record keeps, per candidate K, the features of :mod:`model.k_features` and the ARI against the labels of what
+   each refine returns at that K (:func:`table_record`). Records are computed in local
    worker processes (``workers``; 1: in this process), in chunks kept on disk under the weights' sha256, so a
    rerun (more tables, another seed) computes only what is missing.
-2. **Fit.** :func:`model.k_ranker.fit_ranker` on all but the last ``val_tables`` records; those held out compare
+2. **Fit.** :func:`model.k_ranker.fit_ranker` (on the features of ``feature_set`` and the ARI of the estimator's
+   default refine) on all but the last ``val_tables`` records; those held out compare
    the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its standard error).
 3. **Checkpoint.** The network with the ranker (``ModelConfig.k_ranker``), its lineage extended by one phase.
 """
@@ -26,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from model.k_features import FEATURE_SETS, LATEST_FEATURE_SET
+
 logger = logging.getLogger(__name__)
 
 #: First seed of the ranker's tables: below the validation seeds (2**62 + i), above every run's task seeds
@@ -33,6 +37,8 @@ logger = logging.getLogger(__name__)
 TRAIN_SEED = 2**61
 #: Records per chunk file (and per worker call).
 CHUNK = 250
+#: What a record holds (its features and ARIs); records of another version are kept apart, never mixed.
+RECORDS_VERSION = 2
 _NETS: dict[str, Any] = {}
 
 
@@ -46,6 +52,7 @@ class RankerFitConfig:
     epochs: int = 1500
     seed: int = 0
     workers: int = 2
+    feature_set: int = LATEST_FEATURE_SET
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
@@ -53,6 +60,8 @@ class RankerFitConfig:
                              f"val_tables={self.val_tables}")
         if self.epochs < 1 or self.workers < 1:
             raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
+        if self.feature_set not in FEATURE_SETS:
+            raise ValueError(f"unknown feature_set {self.feature_set}: choose one of {sorted(FEATURE_SETS)}")
 
 
 def train_table(i: int):
@@ -67,11 +76,12 @@ def train_table(i: int):
     return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
-def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list]:
     """One table clustered as ``TabClustPFN`` does by default, up to the choice of K -> (rows in the design space
-    (N, P), the Lloyd-refined candidates (K_max-1, N), their features (k_hi-1, F) for K = 2..k_hi, k_hi)."""
+    (N, P), the Lloyd-refined candidates (K_max-1, N), their features (k_hi-1, len(FEATURES)) for K = 2..k_hi, k_hi,
+    the diagonal mixture ``refine="gmm"`` fits from each of them, as (partition, mixture) for K = 2..k_hi)."""
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
-    from model.k_features import candidate_features
+    from model.k_features import candidate_features, candidate_mixtures
     from model.preprocessing import TablePreprocessor
     from model.refinement import design, one_hot_widths, refine_candidates
     from model.selection import select_k
@@ -84,36 +94,42 @@ def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, n
     X = design(Z, cat, one_hot_widths(Z, cat))
     candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
     _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
-    return X, candidates, candidate_features(X, candidates, probs, post, scores, k_hi), k_hi
+    mixtures = candidate_mixtures(X, candidates, k_hi)
+    features = candidate_features(X, candidates, probs, post, scores, k_hi, mixtures)
+    return X, candidates, features, k_hi, mixtures
 
 
-def table_record(net, frame, y) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """One table clustered as ``TabClustPFN`` does by default -> (features (K_max-1, F), ARI (K_max-1,), true K,
-    k_hi), NaN beyond k_hi."""
+def table_record(net, frame, y) -> dict[str, np.ndarray | int]:
+    """One table clustered as ``TabClustPFN`` does by default -> its record: ``features`` (K_max-1,
+    len(FEATURES)); per candidate K the ARI of the partition each refine returns at that K, ``ari_kmeans`` (the
+    Lloyd-refined candidate) and ``ari_gmm`` (its diagonal mixture), and ``ari``, that of the estimator's default
+    refine (what a ranker is fitted and judged on); ``k_true``; ``k_hi``. NaN beyond k_hi."""
     from sklearn.metrics import adjusted_rand_score
 
     from model.k_features import FEATURES
+    from model.refinement import DEFAULT_REFINE
 
     c_max = net.cfg.k_max - 1
-    _, candidates, features, k_hi = table_candidates(net, frame, len(y))
+    _, candidates, features, k_hi, mixtures = table_candidates(net, frame, len(y))
     feats = np.full((c_max, len(FEATURES)), np.nan)
     feats[: k_hi - 1] = features
-    ari = np.full(c_max, np.nan)
-    ari[: k_hi - 1] = [adjusted_rand_score(y, candidates[c]) for c in range(k_hi - 1)]
-    return feats, ari, int(len(np.unique(y))), k_hi
+    ari = {name: np.full(c_max, np.nan) for name in ("ari_kmeans", "ari_gmm")}
+    ari["ari_kmeans"][: k_hi - 1] = [adjusted_rand_score(y, candidates[c]) for c in range(k_hi - 1)]
+    ari["ari_gmm"][: k_hi - 1] = [adjusted_rand_score(y, labels) for labels, _ in mixtures]
+    return {"features": feats, "ari": ari[f"ari_{DEFAULT_REFINE}"], **ari, "k_true": int(len(np.unique(y))),
+            "k_hi": k_hi}
 
 
 def records_for(net, tables) -> dict[str, np.ndarray]:
-    """Records of ``(name, frame, labels)`` tables -> arrays ``names``, ``features``, ``ari``, ``k_true``, ``k_hi``."""
+    """Records of ``(name, frame, labels)`` tables -> arrays ``names`` and those of :func:`table_record`, stacked."""
     import torch
 
-    rows = []
+    names, rows = [], []
     with torch.no_grad():
         for name, frame, y in tables:
-            rows.append((name, *table_record(net, frame, y)))
-    return {"names": np.array([r[0] for r in rows]), "features": np.stack([r[1] for r in rows]),
-            "ari": np.stack([r[2] for r in rows]), "k_true": np.array([r[3] for r in rows]),
-            "k_hi": np.array([r[4] for r in rows])}
+            names.append(name)
+            rows.append(table_record(net, frame, y))
+    return {"names": np.array(names), **{key: np.stack([np.asarray(r[key]) for r in rows]) for key in rows[0]}}
 
 
 def _chunk(args: tuple[str, int, int, str]) -> str:
@@ -137,7 +153,7 @@ def _chunk(args: tuple[str, int, int, str]) -> str:
 def build_records(checkpoint: str, tables: int, records_dir: str, weights_sha: str, workers: int
                   ) -> dict[str, np.ndarray]:
     """Records of tables 0..tables-1 for the network of ``weights_sha``, computing only the chunks not on disk."""
-    folder = Path(records_dir) / weights_sha[:16]
+    folder = Path(records_dir) / f"{weights_sha[:16]}-v{RECORDS_VERSION}"
     folder.mkdir(parents=True, exist_ok=True)
     chunks = [(s, min(s + CHUNK, tables)) for s in range(0, tables, CHUNK)]
     paths = [str(folder / f"tables-{s:07d}-{e:07d}.npz") for s, e in chunks]
@@ -187,9 +203,10 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     sha = weights_sha256(net.state_dict())
     rec = build_records(str(Path(cfg.checkpoint).resolve()), cfg.tables, cfg.records_dir, sha, cfg.workers)
     fit, held = slice(0, cfg.tables - cfg.val_tables), slice(cfg.tables - cfg.val_tables, cfg.tables)
-    ranker = fit_ranker(rec["features"][fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed)
+    ranker = fit_ranker(rec["features"][fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed,
+                        feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, rec["features"][held], rec["ari"][held])
-    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
     lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
@@ -198,7 +215,7 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
-                     f"{cfg.epochs} epochs, seed {cfg.seed}",
+                     f"feature set {cfg.feature_set}, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict())}}
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
                 "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],

@@ -185,8 +185,12 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
     main([_ranked(tmp_path, "r0", 0), "--records", str(folder), "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")
     assert len(df) == 3 * len(SETS)
-    for rule in ("expected_ari", "silhouette", "expected_ari+silhouette", "r0"):
+    for rule in ("expected_ari", "silhouette", "expected_ari+silhouette", "mix_bic", "r0"):
         assert df[rule].between(-1, 1).all() and df[f"{rule}_k"].between(2, 10).all()
+    # a pick scores the ARI of the default refine's partition at that K
+    t = np.arange(3)
+    assert np.allclose(df[df.set == "prior"]["r0"], prior["ari"][t, df[df.set == "prior"]["r0_k"] - 2])
+    assert np.array_equal(prior["ari"], prior["ari_gmm"], equal_nan=True)
     report = (tmp_path / "choice.md").read_text()
     assert "| prior | 3 | expected_ari | " in report and "+0.0000 +- 0.0000 | 0 / 0" in report
     assert "- `r0`: " in report and "Chosen: " in report and "Command: `python benchmarks/choose_k_rule.py" in report
@@ -198,6 +202,15 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
     assert "against r0 (mean +- s.e.)" in text and "| prior | 3 | r0b | " in text
     assert "Chosen: none (the baseline `r0` stays)." in text
     assert pd.read_csv(f"{again}.csv")["r0b"].equals(pd.read_csv(f"{again}.csv")["r0"])
+
+    given = tmp_path / "given"  # a checkpoint given beside the others as the baseline
+    main([_ranked(tmp_path, "r0", 0), _ranked(tmp_path, "r1", 1), "--records", str(folder), "--baseline", "r0",
+          "--out", str(given)])
+    text = (tmp_path / "given.md").read_text()
+    assert "against r0 (mean +- s.e.)" in text and "| prior | 3 | r0 | " in text and "- `r0`: " not in text
+    assert "- `r1`: " in text and "- `expected_ari`: " in text
+    with pytest.raises(SystemExit, match="--baseline 'nope' is none of the rules"):
+        main([_ranked(tmp_path, "r0", 0), "--records", str(folder), "--baseline", "nope", "--out", str(given)])
 
     for which in SETS:  # records of another network are refused
         np.savez(folder / f"{which}.npz", **{**prior, "weights_sha256": np.array("0" * 64)})

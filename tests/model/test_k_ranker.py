@@ -13,8 +13,9 @@ from sklearn.metrics import silhouette_score
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
-from model.k_features import FEATURES, candidate_features, silhouettes, within_ratios
-from model.k_ranker import KRanker, chosen_ari, fit_ranker, ranker_inputs
+from model.k_features import (FEATURE_SETS, FEATURES, LATEST_FEATURE_SET, candidate_features, candidate_mixtures,
+                              mixture_log_likelihood, silhouettes, within_ratios)
+from model.k_ranker import KRanker, chosen_ari, fit_ranker, input_width, ranker_inputs
 from model.lineage import average_checkpoints
 from model.network import TabClustNet
 from tests.model.conftest import make_tiny_net
@@ -62,6 +63,43 @@ def test_candidate_features_see_the_right_k_of_clean_blobs():
     assert np.argmax(col["drop"][1:]) + 1 == 1  # the within-cluster variance falls most up to K = 3
     assert np.allclose(col["moved"], 0.0) and np.allclose(col["crisp"], 1.0)
     assert np.allclose(col["exp_ari"], scores) and np.allclose(col["log_post"], np.log(0.25))
+    assert np.argmax(col["mix_bic"]) == 1  # the penalised mixture likelihood is best at K = 3 too
+    assert np.all(np.diff(col["mix_ll"] - col["mix_bic"]) > 0)  # the penalty grows with K
+    assert np.allclose(candidate_features(X, labels, probs, posterior, scores, 5, candidate_mixtures(X, labels, 5)),
+                       f)  # mixtures fitted once (as the estimator does) give the same features
+
+
+def test_mixture_likelihood_is_the_gaussian_density_of_the_rows():
+    from scipy.stats import norm
+
+    from model.refinement import DiagonalMixture
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 2))
+    mix = DiagonalMixture(np.array([[0.0, 0.0], [3.0, 1.0]]), np.array([[1.0, 2.0], [0.5, 1.0]]),
+                          np.log(np.array([0.3, 0.7])))
+    dens = sum(w * norm.pdf(X[:, 0], m[0], np.sqrt(v[0])) * norm.pdf(X[:, 1], m[1], np.sqrt(v[1]))
+               for w, m, v in zip((0.3, 0.7), mix.means, mix.variances))
+    assert mixture_log_likelihood(X, mix) == pytest.approx(np.log(dens).sum())
+
+
+def test_bic_feature_prefers_the_split_of_the_one_informative_column():
+    """Two groups 6 SD apart in column 0 beside 5 pure-noise columns: the 2-way split of column 0 has the best
+    penalised mixture likelihood; splitting it further by noise columns gains less than its parameters cost."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 600)
+    X = np.column_stack([6.0 * y + rng.normal(size=600), rng.normal(size=(600, 5))])
+    X = (X - X.mean(0)) / X.std(0)
+    labels = [y]
+    for k in range(3, 6):  # further splits: each group cut by the sign of noise columns
+        labels.append(y * (k - 1) + np.minimum((X[:, 1] > 0) + (X[:, 2] > 0) * (k > 3) + (X[:, 3] > 0) * (k > 4),
+                                               k - 2) * (y == 0))
+    labels = np.stack([np.unique(lab, return_inverse=True)[1] for lab in labels])
+    mix = candidate_mixtures(X, labels, 5)
+    probs = np.zeros((4, 600, 5))
+    f = candidate_features(X, labels, probs, np.full(4, 0.25), np.zeros(4), 5, mix)
+    col = {n: f[:, i] for i, n in enumerate(FEATURES)}
+    assert np.argmax(col["mix_bic"]) == 0 and np.argmax(col["mix_ll"]) > 0  # unpenalised, more K fits better
 
 
 def test_ranker_inputs_relative_to_the_best_admissible_candidate():
@@ -69,9 +107,38 @@ def test_ranker_inputs_relative_to_the_best_admissible_candidate():
     f[0, :, FEATURES.index("silhouette")] = torch.tensor([0.2, 0.5, 0.9])
     admissible = torch.tensor([[True, True, False]])
     x = ranker_inputs(f, admissible)
-    rel = x[0, :, len(FEATURES) + 2]  # silhouette relative to the best admissible one (0.5, not 0.9)
+    assert x.shape[-1] == input_width(1) == len(FEATURE_SETS[1]) + 3 + 1
+    rel = x[0, :, len(FEATURE_SETS[1]) + 2]  # silhouette relative to the best admissible one (0.5, not 0.9)
     assert torch.allclose(rel, torch.tensor([-0.3, 0.0, 0.0]))
     assert torch.allclose(x[0, :, -1], torch.tensor([0.2, 0.3, 0.4]))
+    f[0, :, FEATURES.index("mix_bic")] = torch.tensor([-1.0, -0.5, 3.0])
+    assert torch.equal(ranker_inputs(f, admissible, 1), x)  # set 1 never reads the mixture features
+    x2 = ranker_inputs(f, admissible, 2)
+    assert x2.shape[-1] == input_width(2) == len(FEATURES) + 4 + 1
+    assert torch.allclose(x2[0, :, len(FEATURES) + 3], torch.tensor([-0.5, 0.0, 0.0]))  # mix_bic relative
+    with pytest.raises(ValueError, match="unknown K ranker feature set 9"):
+        ranker_inputs(f, admissible, 9)
+    with pytest.raises(ValueError, match="columns of model.k_features.FEATURES"):
+        ranker_inputs(f[..., :9], admissible, 1)
+
+
+def test_a_checkpoint_says_which_features_its_ranker_reads(tmp_path):
+    """A checkpoint written before feature set 2 (no ``k_ranker_features`` in its config) loads as set 1; a set-2
+    ranker round-trips as set 2."""
+    net = make_tiny_net(0)
+    for feature_set in FEATURE_SETS:
+        ranked = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=feature_set))
+        ranked.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v
+                                                        for k, v in KRanker(feature_set).state_dict().items()}})
+        path = tmp_path / f"set{feature_set}.pt"
+        save_checkpoint(path, ranked, {"steps": 0})
+        loaded, _ = load_checkpoint(path)
+        assert loaded.k_ranker.feature_set == feature_set == loaded.cfg.k_ranker_features
+    payload = torch.load(tmp_path / "set1.pt", weights_only=True)
+    del payload["model_config"]["k_ranker_features"]  # as written before the key existed
+    torch.save(payload, tmp_path / "old.pt")
+    assert load_checkpoint(tmp_path / "old.pt")[0].k_ranker.feature_set == 1
+    assert LATEST_FEATURE_SET == max(FEATURE_SETS)
 
 
 def _synthetic_records(n: int, seed: int):

@@ -10,7 +10,8 @@ import torch
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
-from model.k_features import FEATURES
+from model.k_features import FEATURES, LATEST_FEATURE_SET
+from model.refinement import DEFAULT_REFINE
 from model.k_ranker import KRanker
 from model.network import TabClustNet
 from pipeline.k_ranker_fit import RankerFitConfig, fit_k_ranker, train_table
@@ -24,6 +25,7 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     net, meta = load_checkpoint(cfg.out)
     parent, parent_meta = load_checkpoint(tiny_checkpoint)
     assert net.k_ranker is not None and net.cfg.k_ranker
+    assert net.cfg.k_ranker_features == LATEST_FEATURE_SET == net.k_ranker.feature_set
     assert weights_sha256(net.without_k_ranker().state_dict()) == weights_sha256(parent.state_dict())
     phase = meta["lineage"][-1]
     assert phase["tasks"] == 8 and phase["steps"] == 0 and "K ranker" in phase["what"]
@@ -36,11 +38,18 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
         k_hi = d["k_hi"]
         assert all(np.isnan(d["ari"][t, k - 1:]).all() and not np.isnan(d["ari"][t, :k - 1]).any()
                    for t, k in enumerate(k_hi))
+        # the ARI a ranker is fitted on is that of the partition the default refine returns at each K
+        assert np.array_equal(d["ari"], d[f"ari_{DEFAULT_REFINE}"], equal_nan=True)
+        assert not np.array_equal(d["ari_kmeans"], d["ari_gmm"], equal_nan=True)
     stamp = chunk.stat().st_mtime_ns
     fit_k_ranker(dataclasses.replace(cfg, seed=1, out=str(tmp_path / "ranked1.pt")))  # records read, not redone
     assert chunk.stat().st_mtime_ns == stamp
     X, _ = train_table(0)[1:]
     assert TabClustPFN(checkpoint=cfg.out).fit(X).k_selection_ == "ranker"
+    first = dataclasses.replace(cfg, feature_set=1, out=str(tmp_path / "set1.pt"))
+    fit_k_ranker(first)  # the first feature set, from the same records
+    assert load_checkpoint(first.out)[0].k_ranker.feature_set == 1
+    assert "feature set 1" in load_checkpoint(first.out)[1]["lineage"][-1]["what"]
 
 
 def test_the_tables_mix_clean_noisy_and_one_informative_priors():
@@ -60,6 +69,8 @@ def test_the_job_refuses_an_unusable_checkpoint(tmp_path, capsys):
     assert main(["--checkpoint", str(bad), "--out", str(tmp_path / "o.pt"), "--tables", "5",
                  "--val-tables", "5"]) == 1
     assert "val_tables" in capsys.readouterr().err
+    assert main(["--checkpoint", str(bad), "--out", str(tmp_path / "o.pt"), "--feature-set", "7"]) == 1
+    assert "unknown feature_set 7" in capsys.readouterr().err
     assert not (tmp_path / "o.pt").exists()
 
 
