@@ -14,11 +14,13 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
 * ``smallest``: the smallest cluster's share of the rows, times K (1: equal sizes);
 * ``moved``: the share of rows the refinement moved away from the network's argmax;
 * ``crisp``: the network's mean largest membership probability at K;
-* ``mix_ll``: the mean log-likelihood per row and design column of the diagonal Gaussian mixture that
-  ``refine="gmm"`` fits from the candidate (:func:`model.refinement.diagonal_em`);
-* ``mix_bic``: the same less the BIC's penalty, ``(K (2P + 1) - 1) log N / (2N)`` per column: a candidate that
-  splits pure-noise columns gains little likelihood for its parameters, one that separates a single informative
-  column among them gains much.
+* ``mix_ll``: the mean log-likelihood per row and table column of the partition that ``refine="gmm"`` fits from
+  the candidate (:func:`model.refinement.diagonal_em`), under a mixture of its clusters
+  (:func:`partition_log_likelihood`: per cluster a Gaussian with a diagonal covariance on the numeric columns and a categorical distribution on each
+  categorical column; a Gaussian on one-hot codes would reward any split along a category);
+* ``mix_bic``: the same less the BIC's penalty (half the parameters times log N, over N and the columns): a
+  candidate that splits pure-noise columns gains little likelihood for its parameters, one that separates a single
+  informative column among them gains much.
 
 A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 all
 of them. Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.refinement import DiagonalMixture, diagonal_em
+from model.refinement import VARIANCE_FLOOR, DiagonalMixture, diagonal_em
 
 #: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
 SILHOUETTE_ROWS = 400
@@ -85,11 +87,43 @@ def within_ratios(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def mixture_log_likelihood(X: np.ndarray, mixture: DiagonalMixture) -> float:
-    """Total log-likelihood of the rows ``X`` (N, P) under ``mixture`` (its components' densities, weighted)."""
-    joint = mixture.log_joint(X)
+#: Pseudo-count per category in a cluster's categorical distribution (:func:`partition_log_likelihood`).
+CATEGORY_PSEUDOCOUNT = 0.5
+
+
+def partition_log_likelihood(X: np.ndarray, labels: np.ndarray, k: int, blocks: list[tuple[int, int]] = ()
+                             ) -> tuple[float, int]:
+    """Log-likelihood of the rows ``X`` (N, P) in the design space under a mixture fitted to the hard partition
+    ``labels`` (values in 0..k-1), and its number of free parameters.
+
+    Each cluster with rows is a component, weighted by its share of the rows: on the numeric design columns a
+    Gaussian with the cluster's mean and variances (at least ``VARIANCE_FLOOR``), on each categorical column (its
+    one-hot ``blocks``, :func:`model.refinement.one_hot_blocks`) the cluster's category frequencies, smoothed by
+    ``CATEGORY_PSEUDOCOUNT``. Parameters: per cluster 2 per numeric column and (levels - 1) per categorical one,
+    and K - 1 weights."""
+    n = X.shape[0]
+    numeric = np.ones(X.shape[1], dtype=bool)
+    for start, stop in blocks:
+        numeric[start:stop] = False
+    Xn = X[:, numeric]
+    codes = [X[:, start:stop].argmax(1) for start, stop in blocks]
+    joint = np.full((n, k), -np.inf)
+    for c in range(k):
+        members = labels == c
+        size = int(members.sum())
+        if size == 0:
+            continue
+        mean = Xn[members].mean(0)
+        var = np.maximum(Xn[members].var(0), VARIANCE_FLOOR)
+        col = np.log(size / n) - 0.5 * (((Xn - mean) ** 2 / var).sum(1) + np.log(2.0 * np.pi * var).sum())
+        for (start, stop), code in zip(blocks, codes):
+            counts = np.bincount(code[members], minlength=stop - start) + CATEGORY_PSEUDOCOUNT
+            col = col + np.log(counts / counts.sum())[code]
+        joint[:, c] = col
     top = joint.max(1, keepdims=True)
-    return float((top[:, 0] + np.log(np.exp(joint - top).sum(1))).sum() - 0.5 * X.size * np.log(2.0 * np.pi))
+    total = float((top[:, 0] + np.log(np.exp(joint - top).sum(1))).sum())
+    per_cluster = 2 * int(numeric.sum()) + sum(stop - start - 1 for start, stop in blocks)
+    return total, k * per_cluster + k - 1
 
 
 def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list[tuple[np.ndarray, DiagonalMixture]]:
@@ -99,13 +133,16 @@ def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list
 
 def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
                        scores: np.ndarray, k_hi: int,
-                       mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None) -> np.ndarray:
+                       mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None,
+                       blocks: list[tuple[int, int]] = (), with_mixture: bool = True) -> np.ndarray:
     """Features (``FEATURES``) of candidates K = 2..k_hi -> (k_hi - 1, len(FEATURES)).
 
     X : (N, P) the rows in the design space; candidates : (>= k_hi - 1, N) hard partitions for K = 2..;
     probs : (K_max-1, N, K_max) the network's soft partitions; posterior : (K_max-1,) p(K | X);
     scores : (K_max-1,) the expected ARI of each candidate (``select_k``'s scores); mixtures : the candidates'
-    :func:`candidate_mixtures` where already fitted (else fitted here).
+    :func:`candidate_mixtures` where already fitted (else fitted here); blocks : the design columns of each
+    categorical column's one-hot codes (:func:`model.refinement.one_hot_blocks`; none: every column numeric);
+    with_mixture : False leaves ``mix_ll`` and ``mix_bic`` NaN and fits no mixture (for a ranker of set 1).
     """
     n = X.shape[0]
     c = k_hi - 1
@@ -129,9 +166,12 @@ def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
     crisp = probs[:c].max(-1).mean(1)
     post = np.asarray(posterior[:c], dtype=np.float64)
     post = post / max(post.sum(), 1e-300)
-    mixtures = candidate_mixtures(X, labels, k_hi) if mixtures is None else mixtures
-    p = X.shape[1]
-    mix_ll = np.array([mixture_log_likelihood(X, mix) for _, mix in mixtures[:c]]) / (n * p)
-    penalty = (ks * (2 * p + 1) - 1) * np.log(n) / (2.0 * n * p)
+    mix_ll = mix_bic = np.full(c, np.nan)
+    if with_mixture:
+        mixtures = candidate_mixtures(X, labels, k_hi) if mixtures is None else mixtures
+        columns = X.shape[1] - sum(stop - start - 1 for start, stop in blocks)  # the table's columns
+        fitted = [partition_log_likelihood(X, part, k, blocks) for (part, _), k in zip(mixtures[:c], ks)]
+        mix_ll = np.array([ll for ll, _ in fitted]) / (n * columns)
+        mix_bic = mix_ll - np.array([params for _, params in fitted]) * np.log(n) / (2.0 * n * columns)
     return np.stack([np.log(np.maximum(post, 1e-12)), np.asarray(scores[:c], dtype=np.float64), sil, log_within,
-                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_ll - penalty], axis=1)
+                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_bic], axis=1)

@@ -63,6 +63,18 @@ def one_hot_widths(Z: np.ndarray, cat_mask: np.ndarray) -> np.ndarray:
     return (Z[:, cat].max(0).astype(np.int64) + 1) if len(cat) else np.zeros(0, np.int64)
 
 
+def one_hot_blocks(cat_mask: np.ndarray, widths: np.ndarray) -> list[tuple[int, int]]:
+    """Where :func:`design` puts each categorical column's one-hot codes: [(first, stop)] design columns."""
+    blocks, start, c = [], 0, 0
+    for is_cat in np.asarray(cat_mask, dtype=bool):
+        width = int(widths[c]) if is_cat else 1
+        if is_cat:
+            blocks.append((start, start + width))
+            c += 1
+        start += width
+    return blocks
+
+
 def design(Z: np.ndarray, cat_mask: np.ndarray, widths: np.ndarray) -> np.ndarray:
     """(n, D) preprocessed rows -> (n, P) float64: numeric columns as they are, categorical codes one-hot
     (``widths`` codes each, from :func:`one_hot_widths` on the fitted table; larger codes clipped)."""

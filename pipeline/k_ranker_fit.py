@@ -38,7 +38,7 @@ TRAIN_SEED = 2**61
 #: Records per chunk file (and per worker call).
 CHUNK = 250
 #: What a record holds (its features and ARIs); records of another version are kept apart, never mixed.
-RECORDS_VERSION = 2
+RECORDS_VERSION = 3
 _NETS: dict[str, Any] = {}
 
 
@@ -83,7 +83,7 @@ def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, n
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
     from model.k_features import candidate_features, candidate_mixtures
     from model.preprocessing import TablePreprocessor
-    from model.refinement import design, one_hot_widths, refine_candidates
+    from model.refinement import design, one_hot_blocks, one_hot_widths, refine_candidates
     from model.selection import select_k
 
     Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
@@ -91,11 +91,12 @@ def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, n
     member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
     probs, post, _ = combine_members(member_probs, member_post)
     k_hi = min(net.cfg.k_max, n_rows - 1)
-    X = design(Z, cat, one_hot_widths(Z, cat))
+    widths = one_hot_widths(Z, cat)
+    X = design(Z, cat, widths)
     candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
     _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
     mixtures = candidate_mixtures(X, candidates, k_hi)
-    features = candidate_features(X, candidates, probs, post, scores, k_hi, mixtures)
+    features = candidate_features(X, candidates, probs, post, scores, k_hi, mixtures, one_hot_blocks(cat, widths))
     return X, candidates, features, k_hi, mixtures
 
 

@@ -14,7 +14,7 @@ from sklearn.metrics import silhouette_score
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
 from model.k_features import (FEATURE_SETS, FEATURES, LATEST_FEATURE_SET, candidate_features, candidate_mixtures,
-                              mixture_log_likelihood, silhouettes, within_ratios)
+                              partition_log_likelihood, silhouettes, within_ratios)
 from model.k_ranker import KRanker, chosen_ari, fit_ranker, input_width, ranker_inputs
 from model.lineage import average_checkpoints
 from model.network import TabClustNet
@@ -67,20 +67,55 @@ def test_candidate_features_see_the_right_k_of_clean_blobs():
     assert np.all(np.diff(col["mix_ll"] - col["mix_bic"]) > 0)  # the penalty grows with K
     assert np.allclose(candidate_features(X, labels, probs, posterior, scores, 5, candidate_mixtures(X, labels, 5)),
                        f)  # mixtures fitted once (as the estimator does) give the same features
+    without = candidate_features(X, labels, probs, posterior, scores, 5, with_mixture=False)  # for a set-1 ranker
+    assert np.isnan(without[:, -2:]).all() and np.array_equal(without[:, :-2], f[:, :-2])
 
 
-def test_mixture_likelihood_is_the_gaussian_density_of_the_rows():
+def test_partition_likelihood_is_the_mixed_type_mixture_density_of_the_rows():
+    """Numeric columns: a Gaussian per cluster (its mean and variance); a categorical column: the cluster's smoothed
+    category frequencies; clusters weighted by their share of the rows."""
     from scipy.stats import norm
 
-    from model.refinement import DiagonalMixture
+    from model.k_features import CATEGORY_PSEUDOCOUNT
+    from model.refinement import design, one_hot_blocks, one_hot_widths
 
     rng = np.random.default_rng(2)
-    X = rng.normal(size=(40, 2))
-    mix = DiagonalMixture(np.array([[0.0, 0.0], [3.0, 1.0]]), np.array([[1.0, 2.0], [0.5, 1.0]]),
-                          np.log(np.array([0.3, 0.7])))
-    dens = sum(w * norm.pdf(X[:, 0], m[0], np.sqrt(v[0])) * norm.pdf(X[:, 1], m[1], np.sqrt(v[1]))
-               for w, m, v in zip((0.3, 0.7), mix.means, mix.variances))
-    assert mixture_log_likelihood(X, mix) == pytest.approx(np.log(dens).sum())
+    labels = rng.integers(0, 2, 40)
+    Z = np.column_stack([labels * 3.0 + rng.normal(size=40), rng.integers(0, 3, 40)])
+    cat = np.array([False, True])
+    widths = one_hot_widths(Z, cat)
+    X, blocks = design(Z, cat, widths), one_hot_blocks(cat, widths)
+    assert blocks == [(1, 4)] and X.shape == (40, 4)
+    dens = np.zeros(40)
+    for c in range(2):
+        x = Z[labels == c, 0]
+        counts = np.bincount(Z[labels == c, 1].astype(int), minlength=3) + CATEGORY_PSEUDOCOUNT
+        dens += (labels == c).mean() * norm.pdf(Z[:, 0], x.mean(), x.std()) * (counts / counts.sum())[
+            Z[:, 1].astype(int)]
+    total, params = partition_log_likelihood(X, labels, 2, blocks)
+    assert total == pytest.approx(np.log(dens).sum())
+    assert params == 2 * (2 + 2) + 1  # per cluster: mean and variance, 2 free category frequencies; 1 weight
+
+
+def test_bic_feature_does_not_reward_splitting_a_noise_category():
+    """Two groups in a numeric column beside a categorical column of 4 levels drawn at random: cutting each group by
+    the category (K = 8) buys almost no likelihood under the categorical model, so K = 2 has the better penalised
+    likelihood; a Gaussian on the one-hot codes would have rewarded the cut."""
+    from model.refinement import design, one_hot_blocks, one_hot_widths
+
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 600)
+    Z = np.column_stack([4.0 * y + rng.normal(size=600), rng.normal(size=600), rng.integers(0, 4, 600)])
+    Z[:, :2] = (Z[:, :2] - Z[:, :2].mean(0)) / Z[:, :2].std(0)
+    cat = np.array([False, False, True])
+    widths = one_hot_widths(Z, cat)
+    X, blocks = design(Z, cat, widths), one_hot_blocks(cat, widths)
+    cut = y * 4 + Z[:, 2].astype(int)
+    two, eight = (partition_log_likelihood(X, lab, k, blocks) for lab, k in ((y, 2), (cut, 8)))
+    bic = [ll - params * np.log(600) / 2 for ll, params in (two, eight)]
+    assert bic[0] > bic[1]
+    gaussian = [partition_log_likelihood(X, lab, k)[0] for lab, k in ((y, 2), (cut, 8))]  # one-hot as numbers
+    assert gaussian[1] - gaussian[0] > 10 * (eight[0] - two[0])
 
 
 def test_bic_feature_prefers_the_split_of_the_one_informative_column():
