@@ -12,8 +12,9 @@ their features and ARI, computed once by the network), every rule picks one cand
 - ``silhouette``: the candidate of highest silhouette (the KMeans+ peer's rule, on the network's candidates);
 - ``expected_ari+silhouette``: the sum of the two;
 - ``mix_bic``: the candidate whose diagonal mixture (``refine="gmm"``'s) has the best penalised likelihood (BIC);
-- each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), which must sit on the network the
-  records were computed with (its weights' sha256 is checked).
+- each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), on the features of the candidates it
+  was fitted on (the Lloyd-refined ones or their diagonal mixtures), which must sit on the network the records
+  were computed with (its weights' sha256 is checked).
 
 A rule's pick scores the ARI of the partition the estimator's default refine returns at that K (the records'
 ``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``) each rule against ``expected_ari``
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model.k_features import FEATURES
+from model.k_features import FEATURES, features_key
 
 SETS = ("prior", "noisy", "one-informative", "dev")
 GAIN_SE, LOSS_SE = 2.0, 1.0
@@ -58,7 +59,7 @@ def load_rankers(paths: list[str], weights_sha: str) -> dict[str, object]:
         if sha != weights_sha:
             raise SystemExit(f"error: {path} sits on network {sha[:12]}, the records were computed with "
                              f"{weights_sha[:12]}: recompute them with benchmarks/k_rule_records.py --checkpoint")
-        rankers[Path(path).stem] = net.k_ranker
+        rankers[Path(path).stem] = (net.k_ranker, net.cfg.k_ranker_candidates)
     return rankers
 
 
@@ -71,8 +72,11 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
            "expected_ari+silhouette": argmax_rule(col["exp_ari"] + col["silhouette"]),
            "mix_bic": argmax_rule(col["mix_bic"])}
     admissible = torch.as_tensor(~np.isnan(rec["ari"]))
-    feats = torch.as_tensor(np.nan_to_num(f, nan=0.0), dtype=torch.float32)
-    for name, ranker in rankers.items():
+    for name, (ranker, stage) in rankers.items():  # each on the features of the candidates it was fitted on
+        if features_key(stage) not in rec:
+            raise SystemExit(f"error: the records hold no {features_key(stage)!r} for {name}: recompute them with "
+                             "benchmarks/k_rule_records.py")
+        feats = torch.as_tensor(np.nan_to_num(rec[features_key(stage)], nan=0.0), dtype=torch.float32)
         with torch.no_grad():
             out[name] = ranker(feats, admissible).argmax(-1).numpy()
     return out

@@ -102,8 +102,9 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
         if not start <= i < stop:
             continue
         with torch.no_grad():
-            X, candidates, features, _, _ = table_candidates(net, frame, len(y))
-            k, _ = net.k_ranker.choose(features)
+            table = table_candidates(net, frame, len(y))
+            X, candidates = table.X, table.candidates
+            k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
         for v in VARIANTS:
             t0 = time.perf_counter()

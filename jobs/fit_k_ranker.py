@@ -19,6 +19,7 @@ import sys
 
 from model.checkpoint import CheckpointError
 from model.estimator import default_checkpoint_path
+from model.k_features import CANDIDATE_STAGES
 from pipeline.k_ranker_fit import RankerFitConfig, fit_k_ranker
 
 
@@ -38,6 +39,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--feature-set", type=int, default=d.feature_set,
                    help="the candidate features the ranker reads (model.k_features.FEATURE_SETS; default: "
                         "%(default)s)")
+    p.add_argument("--candidates", default=d.candidates, choices=CANDIDATE_STAGES,
+                   help="the partitions its features describe: the Lloyd-refined candidates or their diagonal "
+                        "mixtures (default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = RankerFitConfig(checkpoint=str(args.checkpoint or default_checkpoint_path()), out=args.out,
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
                               epochs=args.epochs, seed=args.seed, workers=args.workers,
-                              feature_set=args.feature_set)
+                              feature_set=args.feature_set, candidates=args.candidates)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -41,7 +41,8 @@ class ModelConfig:
     ``k_ranker``: the network carries a :class:`model.k_ranker.KRanker`, fitted to its final weights after
     training (``jobs/fit_k_ranker.py``); pretraining never trains it, and a run continued from such a checkpoint
     starts without it (a changed network needs its ranker fitted again). ``k_ranker_features``: the feature set
-    (:data:`model.k_features.FEATURE_SETS`) that ranker reads.
+    (:data:`model.k_features.FEATURE_SETS`) that ranker reads; ``k_ranker_candidates``, the partitions its features
+    describe (the Lloyd-refined candidates, or their diagonal mixtures).
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -69,6 +70,8 @@ class ModelConfig:
     k_ranker: bool = False
     #: the features that ranker reads (model.k_features.FEATURE_SETS); 1 for checkpoints written before set 2
     k_ranker_features: int = 1
+    #: the partitions that ranker's features describe (model.k_features.CANDIDATE_STAGES); "kmeans" before 2026-11-29
+    k_ranker_candidates: str = "kmeans"
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
@@ -83,6 +86,8 @@ class ModelConfig:
             raise ValueError("d_model (col_dim * n_cls) must be divisible by dec_heads")
         if self.decoder not in ("iterative", "transformer", "naive"):
             raise ValueError(f"unknown decoder {self.decoder!r}: use 'iterative', 'transformer' or 'naive'")
+        if self.k_ranker_candidates not in ("kmeans", "gmm"):
+            raise ValueError(f"unknown k_ranker_candidates {self.k_ranker_candidates!r}: use 'kmeans' or 'gmm'")
         if self.cin_head not in ("categorical", "ordinal"):
             raise ValueError(f"unknown cin_head {self.cin_head!r}: use 'categorical' or 'ordinal'")
 

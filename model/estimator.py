@@ -21,7 +21,7 @@ from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
                               diagonal_em, lloyd, one_hot_blocks, one_hot_widths, refine_candidates)
-from model.k_features import FEATURE_SETS, candidate_features, candidate_mixtures
+from model.k_features import FEATURE_SETS, ranker_features
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
@@ -304,11 +304,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         if rule == "ranker" and self.n_clusters is None:
             ranked = np.full_like(scores, -np.inf)
-            with_mixture = "mix_ll" in FEATURE_SETS[net.k_ranker.feature_set]
-            mixtures = candidate_mixtures(rows, candidates, k_hi) if with_mixture else None
-            k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(
-                candidate_features(rows, candidates, probs_all, posterior, scores, k_hi, mixtures,
-                                   one_hot_blocks(cat_mask, self._widths), with_mixture))
+            features, mixtures = ranker_features(
+                rows, candidates, probs_all, posterior, (member_probs, member_posteriors), k_hi,
+                stage=net.cfg.k_ranker_candidates, with_mixture="mix_ll" in FEATURE_SETS[net.k_ranker.feature_set],
+                blocks=one_hot_blocks(cat_mask, self._widths), scores=scores)
+            k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(features)
             scores = ranked
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows

@@ -23,7 +23,8 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
   informative column among them gains much.
 
 A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 all
-of them. Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
+of them; and it describes the candidates of one ``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``)
+or the diagonal mixtures ``refine="gmm"`` fits from them (``"gmm"``: what the default returns at each K). Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch",
 #: The features a ranker of each feature set reads (``ModelConfig.k_ranker_features``).
 FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES}
 LATEST_FEATURE_SET = max(FEATURE_SETS)
+#: Which partitions a ranker's features describe (``ModelConfig.k_ranker_candidates``).
+CANDIDATE_STAGES: tuple[str, ...] = ("kmeans", "gmm")
+
+
+def features_key(stage: str) -> str:
+    """The key of a stage's features in the ranker's records (``pipeline.k_ranker_fit.table_record``)."""
+    return "features" if stage == "kmeans" else f"features_{stage}"
 
 
 def silhouettes(distances: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -175,3 +183,31 @@ def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
         mix_bic = mix_ll - np.array([params for _, params in fitted]) * np.log(n) / (2.0 * n * columns)
     return np.stack([np.log(np.maximum(post, 1e-12)), np.asarray(scores[:c], dtype=np.float64), sil, log_within,
                      drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_bic], axis=1)
+
+
+def ranker_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
+                    members: tuple[np.ndarray, np.ndarray], k_hi: int, *, stage: str = "kmeans",
+                    with_mixture: bool = True, blocks: list[tuple[int, int]] = (),
+                    scores: np.ndarray | None = None,
+                    mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None
+                    ) -> tuple[np.ndarray, list[tuple[np.ndarray, DiagonalMixture]] | None]:
+    """A table's ranker features -> (features (k_hi - 1, len(FEATURES)), the candidates' mixtures or None).
+
+    ``candidates`` are the Lloyd-refined partitions (:func:`model.refinement.refine_candidates`); with
+    ``stage="gmm"`` the features describe their diagonal mixtures' partitions instead, each scored against the
+    network's ``members`` for its expected ARI. ``scores``: the Lloyd candidates' expected ARI where already
+    computed (``stage="kmeans"`` only); ``mixtures``: :func:`candidate_mixtures` where already fitted."""
+    from model.selection import select_k  # noqa: PLC0415  (selection imports refinement, as this module does)
+
+    if stage not in CANDIDATE_STAGES:
+        raise ValueError(f"unknown candidate stage {stage!r}: choose one of {CANDIDATE_STAGES}")
+    if mixtures is None and (with_mixture or stage == "gmm"):
+        mixtures = candidate_mixtures(X, candidates, k_hi)
+    ranked = np.asarray(candidates)
+    if stage == "gmm":
+        ranked = ranked.copy()
+        ranked[: k_hi - 1] = np.stack([part for part, _ in mixtures[: k_hi - 1]])
+        scores = None
+    if scores is None:
+        _, scores = select_k(probs, posterior, k_hi=k_hi, members=members, candidates=ranked)
+    return candidate_features(X, ranked, probs, posterior, scores, k_hi, mixtures, blocks, with_mixture), mixtures

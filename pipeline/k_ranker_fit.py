@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from model.k_features import FEATURE_SETS, LATEST_FEATURE_SET
+from model.k_features import CANDIDATE_STAGES, FEATURE_SETS, LATEST_FEATURE_SET, features_key
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ TRAIN_SEED = 2**61
 #: Records per chunk file (and per worker call).
 CHUNK = 250
 #: What a record holds (its features and ARIs); records of another version are kept apart, never mixed.
-RECORDS_VERSION = 3
+RECORDS_VERSION = 4
 _NETS: dict[str, Any] = {}
 
 
@@ -53,6 +53,7 @@ class RankerFitConfig:
     seed: int = 0
     workers: int = 2
     feature_set: int = LATEST_FEATURE_SET
+    candidates: str = "kmeans"
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
@@ -62,6 +63,8 @@ class RankerFitConfig:
             raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
         if self.feature_set not in FEATURE_SETS:
             raise ValueError(f"unknown feature_set {self.feature_set}: choose one of {sorted(FEATURE_SETS)}")
+        if self.candidates not in CANDIDATE_STAGES:
+            raise ValueError(f"unknown candidates {self.candidates!r}: choose one of {CANDIDATE_STAGES}")
 
 
 def train_table(i: int):
@@ -76,49 +79,62 @@ def train_table(i: int):
     return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
-def table_candidates(net, frame, n_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, list]:
-    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K -> (rows in the design space
-    (N, P), the Lloyd-refined candidates (K_max-1, N), their features (k_hi-1, len(FEATURES)) for K = 2..k_hi, k_hi,
-    the diagonal mixture ``refine="gmm"`` fits from each of them, as (partition, mixture) for K = 2..k_hi)."""
+@dataclasses.dataclass(frozen=True)
+class TableCandidates:
+    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K."""
+
+    X: np.ndarray  # (N, P) the rows in the design space
+    candidates: np.ndarray  # (K_max-1, N) the Lloyd-refined candidates
+    k_hi: int  # candidates K = 2..k_hi are admissible
+    mixtures: list  # (partition, mixture) of the diagonal mixture refine="gmm" fits from each, K = 2..k_hi
+    features: dict  # per candidate stage (model.k_features.CANDIDATE_STAGES): (k_hi-1, len(FEATURES))
+
+
+def table_candidates(net, frame, n_rows: int) -> TableCandidates:
+    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K, with the ranker features of
+    every candidate stage."""
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
-    from model.k_features import candidate_features, candidate_mixtures
+    from model.k_features import CANDIDATE_STAGES, ranker_features
     from model.preprocessing import TablePreprocessor
     from model.refinement import design, one_hot_blocks, one_hot_widths, refine_candidates
-    from model.selection import select_k
 
     Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
                                max_categories=net.cfg.max_categories).fit_transform(frame)
-    member_probs, member_post = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
-    probs, post, _ = combine_members(member_probs, member_post)
+    members = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
+    probs, post, _ = combine_members(*members)
     k_hi = min(net.cfg.k_max, n_rows - 1)
     widths = one_hot_widths(Z, cat)
     X = design(Z, cat, widths)
     candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
-    _, scores = select_k(probs, post, k_hi=k_hi, members=(member_probs, member_post), candidates=candidates)
-    mixtures = candidate_mixtures(X, candidates, k_hi)
-    features = candidate_features(X, candidates, probs, post, scores, k_hi, mixtures, one_hot_blocks(cat, widths))
-    return X, candidates, features, k_hi, mixtures
+    features, mixtures = {}, None
+    for stage in CANDIDATE_STAGES:
+        features[stage], mixtures = ranker_features(X, candidates, probs, post, members, k_hi, stage=stage,
+                                                    blocks=one_hot_blocks(cat, widths), mixtures=mixtures)
+    return TableCandidates(X, candidates, k_hi, mixtures, features)
 
 
 def table_record(net, frame, y) -> dict[str, np.ndarray | int]:
     """One table clustered as ``TabClustPFN`` does by default -> its record: ``features`` (K_max-1,
-    len(FEATURES)); per candidate K the ARI of the partition each refine returns at that K, ``ari_kmeans`` (the
-    Lloyd-refined candidate) and ``ari_gmm`` (its diagonal mixture), and ``ari``, that of the estimator's default
-    refine (what a ranker is fitted and judged on); ``k_true``; ``k_hi``. NaN beyond k_hi."""
+    len(FEATURES)) of the Lloyd-refined candidates and ``features_gmm`` of their diagonal mixtures; per candidate K
+    the ARI of the partition each refine returns at that K, ``ari_kmeans`` (the Lloyd-refined candidate) and
+    ``ari_gmm`` (its diagonal mixture), and ``ari``, that of the estimator's default refine (what a ranker is
+    fitted and judged on); ``k_true``; ``k_hi``. NaN beyond k_hi."""
     from sklearn.metrics import adjusted_rand_score
 
-    from model.k_features import FEATURES
+    from model.k_features import CANDIDATE_STAGES, FEATURES, features_key
     from model.refinement import DEFAULT_REFINE
 
     c_max = net.cfg.k_max - 1
-    _, candidates, features, k_hi, mixtures = table_candidates(net, frame, len(y))
-    feats = np.full((c_max, len(FEATURES)), np.nan)
-    feats[: k_hi - 1] = features
+    table = table_candidates(net, frame, len(y))
+    k_hi = table.k_hi
+    out: dict[str, np.ndarray | int] = {}
+    for stage in CANDIDATE_STAGES:
+        out[features_key(stage)] = np.full((c_max, len(FEATURES)), np.nan)
+        out[features_key(stage)][: k_hi - 1] = table.features[stage]
     ari = {name: np.full(c_max, np.nan) for name in ("ari_kmeans", "ari_gmm")}
-    ari["ari_kmeans"][: k_hi - 1] = [adjusted_rand_score(y, candidates[c]) for c in range(k_hi - 1)]
-    ari["ari_gmm"][: k_hi - 1] = [adjusted_rand_score(y, labels) for labels, _ in mixtures]
-    return {"features": feats, "ari": ari[f"ari_{DEFAULT_REFINE}"], **ari, "k_true": int(len(np.unique(y))),
-            "k_hi": k_hi}
+    ari["ari_kmeans"][: k_hi - 1] = [adjusted_rand_score(y, table.candidates[c]) for c in range(k_hi - 1)]
+    ari["ari_gmm"][: k_hi - 1] = [adjusted_rand_score(y, labels) for labels, _ in table.mixtures]
+    return {**out, "ari": ari[f"ari_{DEFAULT_REFINE}"], **ari, "k_true": int(len(np.unique(y))), "k_hi": k_hi}
 
 
 def records_for(net, tables) -> dict[str, np.ndarray]:
@@ -204,10 +220,12 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     sha = weights_sha256(net.state_dict())
     rec = build_records(str(Path(cfg.checkpoint).resolve()), cfg.tables, cfg.records_dir, sha, cfg.workers)
     fit, held = slice(0, cfg.tables - cfg.val_tables), slice(cfg.tables - cfg.val_tables, cfg.tables)
-    ranker = fit_ranker(rec["features"][fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed,
+    features = rec[features_key(cfg.candidates)]
+    ranker = fit_ranker(features[fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed,
                         feature_set=cfg.feature_set)
-    held_out = paired_choice(ranker, rec["features"][held], rec["ari"][held])
-    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set))
+    held_out = paired_choice(ranker, features[held], rec["ari"][held])
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
+                                              k_ranker_candidates=cfg.candidates))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
     lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
@@ -216,7 +234,7 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
-                     f"feature set {cfg.feature_set}, {cfg.epochs} epochs, seed {cfg.seed}",
+                     f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict())}}
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
                 "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],

@@ -151,7 +151,7 @@ def test_choose_structure_keeps_the_option_off_when_a_threshold_costs_partitione
     assert option == 0.0
 
 
-def _ranked(tmp_path, name: str, seed: int) -> str:
+def _ranked(tmp_path, name: str, seed: int, candidates: str = "kmeans") -> str:
     """The shipped network with a K ranker of random weights (``seed``)."""
     import dataclasses
 
@@ -162,7 +162,7 @@ def _ranked(tmp_path, name: str, seed: int) -> str:
     from model.network import TabClustNet
 
     net = load_checkpoint(default_checkpoint_path())[0].without_k_ranker()
-    ranked = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    ranked = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_candidates=candidates))
     torch.manual_seed(seed)
     ranked.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in KRanker().state_dict().items()}})
     path = tmp_path / f"{name}.pt"
@@ -209,6 +209,18 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
     text = (tmp_path / "given.md").read_text()
     assert "against r0 (mean +- s.e.)" in text and "| prior | 3 | r0 | " in text and "- `r0`: " not in text
     assert "- `r1`: " in text and "- `expected_ari`: " in text
+    mixed = tmp_path / "mixed"  # the same weights fitted on the mixtures' partitions read their features
+    main([_ranked(tmp_path, "r0", 0), _ranked(tmp_path, "r0g", 0, candidates="gmm"), "--records", str(folder),
+          "--out", str(mixed)])
+    both = pd.read_csv(f"{mixed}.csv")
+    import torch
+
+    from model.checkpoint import load_checkpoint
+    ranker = load_checkpoint(tmp_path / "r0g.pt")[0].k_ranker
+    with torch.no_grad():
+        pick = ranker(torch.as_tensor(np.nan_to_num(prior["features_gmm"], nan=0.0), dtype=torch.float32),
+                      torch.as_tensor(~np.isnan(prior["ari"]))).argmax(-1).numpy()
+    assert np.array_equal(both[both.set == "prior"]["r0g_k"].to_numpy(), pick + 2)
     with pytest.raises(SystemExit, match="--baseline 'nope' is none of the rules"):
         main([_ranked(tmp_path, "r0", 0), "--records", str(folder), "--baseline", "nope", "--out", str(given)])
 

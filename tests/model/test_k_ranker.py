@@ -203,13 +203,13 @@ def test_fit_ranker_learns_which_feature_marks_the_best_candidate():
     assert 2 <= k <= 5 and scores.shape == (4,)
 
 
-def _ranked_checkpoint(tmp_path, seed: int = 0) -> str:
+def _ranked_checkpoint(tmp_path, seed: int = 0, candidates: str = "kmeans") -> str:
     net = make_tiny_net(0)
-    with_ranker = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True))
+    with_ranker = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_candidates=candidates))
     torch.manual_seed(seed)
     ranker = KRanker()
     with_ranker.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
-    path = tmp_path / f"ranked{seed}.pt"
+    path = tmp_path / f"ranked{seed}-{candidates}.pt"
     save_checkpoint(path, with_ranker, {"steps": 0})
     return str(path)
 
@@ -265,3 +265,46 @@ def test_inputs_past_the_fitted_range_are_clipped():
     far = ranker(f, admissible)
     f[0, 0, FEATURES.index("log_ch")] = INPUT_CLIP + 1.0  # std 1, mean 0: past the clip as well
     assert torch.allclose(far, ranker(f, admissible))
+
+
+def test_ranker_features_of_the_mixture_stage_describe_the_mixtures_partitions():
+    from model.k_features import candidate_mixtures, ranker_features
+    from model.selection import select_k
+
+    X, _ = make_blobs(n_samples=200, centers=3, random_state=1)
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(5), size=(4, 200))  # (K_max-1, N, K_max) for K_max = 5
+    for c in range(4):  # the partition at K has K clusters
+        probs[c, :, c + 2:] = 0.0
+    posterior = np.full(4, 0.25)
+    members = (probs[None], posterior[None])
+    candidates = probs.argmax(-1)
+    lloyd, _ = ranker_features(X, candidates, probs, posterior, members, 5, with_mixture=False)
+    _, scores = select_k(probs, posterior, k_hi=5, members=members, candidates=candidates)
+    assert np.array_equal(lloyd, candidate_features(X, candidates, probs, posterior, scores, 5, with_mixture=False),
+                          equal_nan=True)
+    gmm, mixtures = ranker_features(X, candidates, probs, posterior, members, 5, stage="gmm", with_mixture=False)
+    parts = candidates.copy()
+    parts[:4] = np.stack([part for part, _ in candidate_mixtures(X, candidates, 5)])
+    _, scores = select_k(probs, posterior, k_hi=5, members=members, candidates=parts)
+    assert mixtures is not None and np.array_equal(
+        gmm, candidate_features(X, parts, probs, posterior, scores, 5, with_mixture=False), equal_nan=True)
+    with pytest.raises(ValueError, match="unknown candidate stage 'x'"):
+        ranker_features(X, candidates, probs, posterior, members, 5, stage="x")
+
+
+def test_estimator_ranks_the_candidates_its_ranker_was_fitted_on(tmp_path):
+    """A ranker fitted on the mixtures' partitions is given their features; its best score is the chosen K."""
+    from model.config import ModelConfig
+
+    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    path = _ranked_checkpoint(tmp_path, candidates="gmm")
+    net, _ = load_checkpoint(path)
+    assert net.cfg.k_ranker_candidates == "gmm"
+    est = TabClustPFN(checkpoint=path).fit(X)
+    scores = np.array([est.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])
+    assert est.k_selection_ == "ranker" and est.n_clusters_ == int(np.argmax(scores)) + 2
+    lloyd = TabClustPFN(checkpoint=_ranked_checkpoint(tmp_path)).fit(X)  # the same ranker weights, other features
+    assert not np.allclose([lloyd.k_scores_[k] for k in range(2, net.cfg.k_max + 1)], scores)
+    with pytest.raises(ValueError, match="unknown k_ranker_candidates 'em'"):
+        ModelConfig(k_ranker_candidates="em")

@@ -41,6 +41,8 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
         # the ARI a ranker is fitted on is that of the partition the default refine returns at each K
         assert np.array_equal(d["ari"], d[f"ari_{DEFAULT_REFINE}"], equal_nan=True)
         assert not np.array_equal(d["ari_kmeans"], d["ari_gmm"], equal_nan=True)
+        assert d["features_gmm"].shape == d["features"].shape  # the mixtures' partitions described as well
+        assert not np.array_equal(d["features_gmm"], d["features"], equal_nan=True)
     stamp = chunk.stat().st_mtime_ns
     fit_k_ranker(dataclasses.replace(cfg, seed=1, out=str(tmp_path / "ranked1.pt")))  # records read, not redone
     assert chunk.stat().st_mtime_ns == stamp
@@ -50,6 +52,10 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     fit_k_ranker(first)  # the first feature set, from the same records
     assert load_checkpoint(first.out)[0].k_ranker.feature_set == 1
     assert "feature set 1" in load_checkpoint(first.out)[1]["lineage"][-1]["what"]
+    mixture = dataclasses.replace(cfg, candidates="gmm", out=str(tmp_path / "gmm.pt"))
+    fit_k_ranker(mixture)  # a ranker of the mixtures' partitions, from the same records
+    assert load_checkpoint(mixture.out)[0].cfg.k_ranker_candidates == "gmm"
+    assert TabClustPFN(checkpoint=mixture.out).fit(X).k_selection_ == "ranker"
 
 
 def test_the_tables_mix_clean_noisy_and_one_informative_priors():
