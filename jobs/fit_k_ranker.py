@@ -1,7 +1,8 @@
 """Fit a checkpoint's K ranker (how K is chosen among the refined candidates) to its frozen network.
 
-    python jobs/fit_k_ranker.py --out runs/k-ranker/model.pt                # the shipped network's ranker
+    python jobs/fit_k_ranker.py --out runs/k-ranker/model.pt                # a ranker for the shipped network
     python jobs/fit_k_ranker.py --checkpoint runs/g7/model.pt --out runs/g7-ranker/model.pt --seed 1
+    python jobs/fit_k_ranker.py --out runs/k-ranker-v4/k-ranker-g2-s0.pt --feature-set 2 --candidates gmm
 
 What it does and why: pipeline/k_ranker_fit.py (prior tables' records computed in local processes and kept under
 --records-dir by the network's sha256, so a rerun computes only what is missing; then a small MLP fitted in a

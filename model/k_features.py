@@ -39,7 +39,6 @@ FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch",
             "mix_ll", "mix_bic")
 #: The features a ranker of each feature set reads (``ModelConfig.k_ranker_features``).
 FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES}
-LATEST_FEATURE_SET = max(FEATURE_SETS)
 #: Which partitions a ranker's features describe (``ModelConfig.k_ranker_candidates``).
 CANDIDATE_STAGES: tuple[str, ...] = ("kmeans", "gmm")
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from model.k_features import FEATURE_SETS, FEATURES, LATEST_FEATURE_SET
+from model.k_features import FEATURE_SETS, FEATURES
 
 #: Features also given relative to their best over the table's admissible candidates (those of the ranker's set).
 RELATIVE = ("log_post", "exp_ari", "silhouette", "mix_bic")
@@ -88,7 +88,7 @@ class KRanker(nn.Module):
 
 def fit_ranker(features: np.ndarray, ari: np.ndarray, epochs: int = 1500, lr: float = 3e-3,
                weight_decay: float = 1e-4, seed: int = 0, log_every: int = 0,
-               feature_set: int = LATEST_FEATURE_SET) -> KRanker:
+               feature_set: int = 1) -> KRanker:
     """Fit a :class:`KRanker` of ``feature_set`` on T tables: ``features`` (T, C, len(FEATURES)) and each
     candidate's ``ari`` (T, C) against the labels, NaN where a candidate is not admissible.
     Full-batch Adam on the expected ARI of a softmax choice."""

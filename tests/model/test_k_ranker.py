@@ -13,7 +13,7 @@ from sklearn.metrics import silhouette_score
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
-from model.k_features import (FEATURE_SETS, FEATURES, LATEST_FEATURE_SET, candidate_features, candidate_mixtures,
+from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures,
                               partition_log_likelihood, silhouettes, within_ratios)
 from model.k_ranker import KRanker, chosen_ari, fit_ranker, input_width, ranker_inputs
 from model.lineage import average_checkpoints
@@ -173,7 +173,6 @@ def test_a_checkpoint_says_which_features_its_ranker_reads(tmp_path):
     del payload["model_config"]["k_ranker_features"]  # as written before the key existed
     torch.save(payload, tmp_path / "old.pt")
     assert load_checkpoint(tmp_path / "old.pt")[0].k_ranker.feature_set == 1
-    assert LATEST_FEATURE_SET == max(FEATURE_SETS)
 
 
 def _synthetic_records(n: int, seed: int):

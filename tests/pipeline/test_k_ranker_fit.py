@@ -10,7 +10,7 @@ import torch
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
-from model.k_features import FEATURES, LATEST_FEATURE_SET
+from model.k_features import FEATURES
 from model.refinement import DEFAULT_REFINE
 from model.k_ranker import KRanker
 from model.network import TabClustNet
@@ -25,7 +25,7 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     net, meta = load_checkpoint(cfg.out)
     parent, parent_meta = load_checkpoint(tiny_checkpoint)
     assert net.k_ranker is not None and net.cfg.k_ranker
-    assert net.cfg.k_ranker_features == LATEST_FEATURE_SET == net.k_ranker.feature_set
+    assert net.cfg.k_ranker_features == 1 == net.k_ranker.feature_set  # the shipped ranker's set by default
     assert weights_sha256(net.without_k_ranker().state_dict()) == weights_sha256(parent.state_dict())
     phase = meta["lineage"][-1]
     assert phase["tasks"] == 8 and phase["steps"] == 0 and "K ranker" in phase["what"]
@@ -48,10 +48,10 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     assert chunk.stat().st_mtime_ns == stamp
     X, _ = train_table(0)[1:]
     assert TabClustPFN(checkpoint=cfg.out).fit(X).k_selection_ == "ranker"
-    first = dataclasses.replace(cfg, feature_set=1, out=str(tmp_path / "set1.pt"))
-    fit_k_ranker(first)  # the first feature set, from the same records
-    assert load_checkpoint(first.out)[0].k_ranker.feature_set == 1
-    assert "feature set 1" in load_checkpoint(first.out)[1]["lineage"][-1]["what"]
+    second = dataclasses.replace(cfg, feature_set=2, out=str(tmp_path / "set2.pt"))
+    fit_k_ranker(second)  # the mixture features too, from the same records
+    assert load_checkpoint(second.out)[0].k_ranker.feature_set == 2
+    assert "feature set 2" in load_checkpoint(second.out)[1]["lineage"][-1]["what"]
     mixture = dataclasses.replace(cfg, candidates="gmm", out=str(tmp_path / "gmm.pt"))
     fit_k_ranker(mixture)  # a ranker of the mixtures' partitions, from the same records
     assert load_checkpoint(mixture.out)[0].cfg.k_ranker_candidates == "gmm"
