@@ -43,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--candidates", default=d.candidates, choices=CANDIDATE_STAGES,
                    help="the partitions its features describe: the Lloyd-refined candidates or their diagonal "
                         "mixtures (default: %(default)s)")
+    p.add_argument("--target", default=None, choices=CANDIDATE_STAGES,
+                   help="maximise the ARI of what this refine returns at each K (default: the estimator's default "
+                        "refine)")
     return p.parse_args(argv)
 
 
@@ -53,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = RankerFitConfig(checkpoint=str(args.checkpoint or default_checkpoint_path()), out=args.out,
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
                               epochs=args.epochs, seed=args.seed, workers=args.workers,
-                              feature_set=args.feature_set, candidates=args.candidates)
+                              feature_set=args.feature_set, candidates=args.candidates,
+                              target=args.target)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -54,6 +54,8 @@ class RankerFitConfig:
     workers: int = 2
     feature_set: int = 1  # the shipped ranker's (set 2 and the mixtures' candidates did not qualify on dev)
     candidates: str = "kmeans"
+    #: whose ARI the ranker maximises: the partitions refine=TARGET returns at each K (None: the default refine's)
+    target: str | None = None
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
@@ -65,6 +67,8 @@ class RankerFitConfig:
             raise ValueError(f"unknown feature_set {self.feature_set}: choose one of {sorted(FEATURE_SETS)}")
         if self.candidates not in CANDIDATE_STAGES:
             raise ValueError(f"unknown candidates {self.candidates!r}: choose one of {CANDIDATE_STAGES}")
+        if self.target not in (None, *CANDIDATE_STAGES):
+            raise ValueError(f"unknown target {self.target!r}: choose one of {CANDIDATE_STAGES}")
 
 
 def train_table(i: int):
@@ -221,9 +225,9 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     rec = build_records(str(Path(cfg.checkpoint).resolve()), cfg.tables, cfg.records_dir, sha, cfg.workers)
     fit, held = slice(0, cfg.tables - cfg.val_tables), slice(cfg.tables - cfg.val_tables, cfg.tables)
     features = rec[features_key(cfg.candidates)]
-    ranker = fit_ranker(features[fit], rec["ari"][fit], epochs=cfg.epochs, seed=cfg.seed,
-                        feature_set=cfg.feature_set)
-    held_out = paired_choice(ranker, features[held], rec["ari"][held])
+    ari = rec["ari" if cfg.target is None else f"ari_{cfg.target}"]
+    ranker = fit_ranker(features[fit], ari[fit], epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
+    held_out = paired_choice(ranker, features[held], ari[held])
     out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
                                               k_ranker_candidates=cfg.candidates))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
@@ -234,7 +238,8 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
-                     f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, {cfg.epochs} epochs, seed {cfg.seed}",
+                     f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
+                     f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict())}}
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
                 "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
@@ -52,6 +53,10 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     fit_k_ranker(second)  # the mixture features too, from the same records
     assert load_checkpoint(second.out)[0].k_ranker.feature_set == 2
     assert "feature set 2" in load_checkpoint(second.out)[1]["lineage"][-1]["what"]
+    lloyd = dataclasses.replace(cfg, target="kmeans", out=str(tmp_path / "lloyd.pt"))
+    fit_k_ranker(lloyd)  # fitted on the Lloyd-refined partitions' ARI (the shipped ranker's target)
+    assert 'the ARI of refine=kmeans' in load_checkpoint(lloyd.out)[1]["lineage"][-1]["what"]
+    assert not torch.equal(load_checkpoint(lloyd.out)[0].k_ranker.mlp[0].weight, net.k_ranker.mlp[0].weight)
     mixture = dataclasses.replace(cfg, candidates="gmm", out=str(tmp_path / "gmm.pt"))
     fit_k_ranker(mixture)  # a ranker of the mixtures' partitions, from the same records
     assert load_checkpoint(mixture.out)[0].cfg.k_ranker_candidates == "gmm"
@@ -77,6 +82,8 @@ def test_the_job_refuses_an_unusable_checkpoint(tmp_path, capsys):
     assert "val_tables" in capsys.readouterr().err
     assert main(["--checkpoint", str(bad), "--out", str(tmp_path / "o.pt"), "--feature-set", "7"]) == 1
     assert "unknown feature_set 7" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse refuses a refine that is none of the candidates' stages
+        main(["--out", str(tmp_path / "o.pt"), "--target", "none"])
     assert not (tmp_path / "o.pt").exists()
 
 
