@@ -102,7 +102,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
         if not start <= i < stop:
             continue
         with torch.no_grad():
-            table = table_candidates(net, frame, len(y))
+            table = table_candidates(net, frame, len(y), stages=(net.cfg.k_ranker_candidates,))
             X, candidates = table.X, table.candidates
             k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}

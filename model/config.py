@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from model.refinement import REFINED_CANDIDATES
+
 DecoderKind = Literal["iterative", "transformer", "naive"]
 CinHead = Literal["categorical", "ordinal"]
 
@@ -86,8 +88,9 @@ class ModelConfig:
             raise ValueError("d_model (col_dim * n_cls) must be divisible by dec_heads")
         if self.decoder not in ("iterative", "transformer", "naive"):
             raise ValueError(f"unknown decoder {self.decoder!r}: use 'iterative', 'transformer' or 'naive'")
-        if self.k_ranker_candidates not in ("kmeans", "gmm"):
-            raise ValueError(f"unknown k_ranker_candidates {self.k_ranker_candidates!r}: use 'kmeans' or 'gmm'")
+        if self.k_ranker_candidates not in REFINED_CANDIDATES:
+            raise ValueError(f"unknown k_ranker_candidates {self.k_ranker_candidates!r}: use one of "
+                             f"{REFINED_CANDIDATES}")
         if self.cin_head not in ("categorical", "ordinal"):
             raise ValueError(f"unknown cin_head {self.cin_head!r}: use 'categorical' or 'ordinal'")
 

@@ -16,22 +16,25 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
 * ``crisp``: the network's mean largest membership probability at K;
 * ``mix_ll``: the mean log-likelihood per row and table column of the partition that ``refine="gmm"`` fits from
   the candidate (:func:`model.refinement.diagonal_em`), under a mixture of its clusters
-  (:func:`partition_log_likelihood`: per cluster a Gaussian with a diagonal covariance on the numeric columns and a categorical distribution on each
-  categorical column; a Gaussian on one-hot codes would reward any split along a category);
+  (:func:`partition_log_likelihood`: per cluster a Gaussian with a diagonal covariance on the numeric columns and
+  a categorical distribution on each categorical column; a Gaussian on one-hot codes would reward any split along
+  a category);
 * ``mix_bic``: the same less the BIC's penalty (half the parameters times log N, over N and the columns): a
   candidate that splits pure-noise columns gains little likelihood for its parameters, one that separates a single
   informative column among them gains much.
 
 A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 all
 of them; and it describes the candidates of one ``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``)
-or the diagonal mixtures ``refine="gmm"`` fits from them (``"gmm"``: what the default returns at each K). Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
+or the diagonal mixtures ``refine="gmm"`` fits from them (``"gmm"``: what the default returns at each K).
+
+Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from model.refinement import VARIANCE_FLOOR, DiagonalMixture, diagonal_em
+from model.refinement import REFINED_CANDIDATES, VARIANCE_FLOOR, DiagonalMixture, diagonal_em
 
 #: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
 SILHOUETTE_ROWS = 400
@@ -39,8 +42,9 @@ FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch",
             "mix_ll", "mix_bic")
 #: The features a ranker of each feature set reads (``ModelConfig.k_ranker_features``).
 FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES}
-#: Which partitions a ranker's features describe (``ModelConfig.k_ranker_candidates``).
-CANDIDATE_STAGES: tuple[str, ...] = ("kmeans", "gmm")
+#: Which partitions a ranker's features describe (``ModelConfig.k_ranker_candidates``): those the refine of that
+#: name returns at each K.
+CANDIDATE_STAGES: tuple[str, ...] = REFINED_CANDIDATES
 
 
 def features_key(stage: str) -> str:

@@ -94,9 +94,9 @@ class TableCandidates:
     features: dict  # per candidate stage (model.k_features.CANDIDATE_STAGES): (k_hi-1, len(FEATURES))
 
 
-def table_candidates(net, frame, n_rows: int) -> TableCandidates:
+def table_candidates(net, frame, n_rows: int, stages: tuple[str, ...] | None = None) -> TableCandidates:
     """One table clustered as ``TabClustPFN`` does by default, up to the choice of K, with the ranker features of
-    every candidate stage."""
+    ``stages`` (default: every candidate stage)."""
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
     from model.k_features import CANDIDATE_STAGES, ranker_features
     from model.preprocessing import TablePreprocessor
@@ -111,7 +111,7 @@ def table_candidates(net, frame, n_rows: int) -> TableCandidates:
     X = design(Z, cat, widths)
     candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
     features, mixtures = {}, None
-    for stage in CANDIDATE_STAGES:
+    for stage in CANDIDATE_STAGES if stages is None else stages:
         features[stage], mixtures = ranker_features(X, candidates, probs, post, members, k_hi, stage=stage,
                                                     blocks=one_hot_blocks(cat, widths), mixtures=mixtures)
     return TableCandidates(X, candidates, k_hi, mixtures, features)
