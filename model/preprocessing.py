@@ -21,6 +21,11 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
   In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
   frequent code (the same code as a missing value).
+* **Pure-noise columns** (``screen_noise=True``): continuous columns that show no cluster structure, neither a
+  second mode nor a dependence on any other column, in a table where some column shows one
+  (:func:`model.screening.noise_columns`), are dropped too (listed in ``dropped_`` and ``screened_``). Tables
+  with more than ``SCREEN_MAX_COLUMNS`` usable columns are not screened, and at most ``SCREEN_ROWS`` rows (a
+  fixed subsample) are tested.
 * **Too many features.** When more than ``max_features`` columns remain, the table is projected onto principal
   components (the paper's remedy for D > 64), with a ``UserWarning``: categorical columns are one-hot encoded,
   every column (numeric and one-hot) is z-normalised, the principal axes come from the eigendecomposition of the
@@ -55,6 +60,8 @@ _CHUNK_ROWS = 65536  # rows per block in the PCA path (bounds its memory)
 _MAX_Z = 1e6  # z-scores are clipped here, so that a new row's extreme value stays finite in float32
 _MIN_COMPONENTS = 1  # the fewest columns the PCA path hands the network (2 lost: docs/results/choice-pca.md)
 PCA_COMPONENTS = ("above_noise", "max_features")
+SCREEN_MAX_COLUMNS = 512  # wider tables are not screened (the pairwise tests grow as the square of the columns)
+SCREEN_ROWS = 5000  # rows the screening tests, a fixed subsample of larger tables
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,9 @@ class TablePreprocessor:
         Most distinct codes per categorical column; rarer categories are pooled into an "other" code.
     pca_components : {"above_noise", "max_features"}, default="above_noise"
         Principal components kept when the table is reduced (see the module docstring).
+    screen_noise : bool, default=False
+        Drop the continuous columns that show no cluster structure where another column shows some (see the
+        module docstring).
 
     Attributes
     ----------
@@ -199,6 +209,8 @@ class TablePreprocessor:
         Fitted statistics of the kept columns, in input order.
     dropped_ : dict[str, str]
         Dropped input columns (label -> reason).
+    screened_ : list[str]
+        The columns of ``dropped_`` dropped as pure noise (``screen_noise=True``).
     components_ : ndarray of shape (P, max_features) or None
         Principal axes when the PCA reduction is active (P = numeric + one-hot width), else None.
     cat_mask_ : ndarray of bool, shape (D,)
@@ -214,8 +226,8 @@ class TablePreprocessor:
     ((4, 2), [False, True], ["column 'k'"])
     """
 
-    def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise"
-                 ) -> None:
+    def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise",
+                 screen_noise: bool = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -223,6 +235,7 @@ class TablePreprocessor:
         self.max_features = max_features
         self.max_categories = max_categories
         self.pca_components = pca_components
+        self.screen_noise = screen_noise
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -262,8 +275,55 @@ class TablePreprocessor:
                              f"({self.dropped_}); nothing to cluster.")
         self.components_ = None
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        self.screened_: list[str] = []
+        self._screened_columns: list[_Column] = []
+        if self.screen_noise and 1 < len(self.columns_) <= SCREEN_MAX_COLUMNS:
+            self._screen(frame)
         if len(self.columns_) > self.max_features:
             self._fit_pca(self._encode(frame))
+        return self
+
+    def _screen(self, frame: pd.DataFrame) -> None:
+        """Drop the pure-noise columns (:func:`model.screening.noise_columns`) from the fitted columns."""
+        from model.screening import noise_columns
+
+        if frame.shape[0] > SCREEN_ROWS:
+            rows = np.sort(np.random.default_rng(0).choice(frame.shape[0], SCREEN_ROWS, replace=False))
+            frame = frame.iloc[rows]
+        noise = noise_columns(self._encode(frame), self.cat_mask_)
+        if not noise.any():
+            return
+        self._screened_columns = [c for c, drop in zip(self.columns_, noise) if drop]
+        self.screened_ = [c.name for c in self._screened_columns]
+        for name in self.screened_:
+            self.dropped_[name] = "pure noise (no second mode, independent of every other column)"
+        self.columns_ = [c for c, drop in zip(self.columns_, noise) if not drop]
+        self.cat_mask_ = self.cat_mask_[~noise]
+        logger.info("dropped %d pure-noise column(s): %s", len(self.screened_), self.screened_)
+
+    def screened_values(self, X: Any) -> np.ndarray:
+        """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
+        return self._encode(as_frame(X), getattr(self, "_screened_columns", []))
+
+    def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
+        """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted
+        table): e.g. the columns that differ between the clusters found without them
+        (:func:`model.screening.associated_columns`)."""
+        unknown = set(names) - set(self.screened_)
+        if unknown:
+            raise ValueError(f"not screened columns: {sorted(unknown)}")
+        if not names:
+            return self
+        back = [c for c in self._screened_columns if c.name in names]
+        self._screened_columns = [c for c in self._screened_columns if c.name not in names]
+        self.screened_ = [c.name for c in self._screened_columns]
+        for c in back:
+            del self.dropped_[c.name]
+        self.columns_ = sorted(self.columns_ + back, key=lambda c: c.index)
+        self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        self.components_ = None
+        if len(self.columns_) > self.max_features:
+            self._fit_pca(self._encode(as_frame(X)))
         return self
 
     def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
@@ -380,11 +440,12 @@ class TablePreprocessor:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X).transform(X)
 
-    def _encode(self, frame: pd.DataFrame) -> np.ndarray:
-        """Kept columns -> (n, n_kept) float32: z-scores and codes (before any PCA)."""
-        out = np.empty((frame.shape[0], len(self.columns_)), np.float32)
+    def _encode(self, frame: pd.DataFrame, columns: list | None = None) -> np.ndarray:
+        """Kept columns (or ``columns``) -> (n, n_kept) float32: z-scores and codes (before any PCA)."""
+        columns = self.columns_ if columns is None else columns
+        out = np.empty((frame.shape[0], len(columns)), np.float32)
         block = _numeric_block(frame)
-        for i, col in enumerate(self.columns_):
+        for i, col in enumerate(columns):
             if block is None or col.categorical:
                 categorical, values = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
             else:

@@ -1,0 +1,188 @@
+"""Which numeric columns of a table are pure noise: no sign of clusters in them, alone or with any other column.
+
+A column can carry cluster information in two ways only: its own distribution has more than one mode, or it
+depends on another column (clusters that differ in two columns make those columns dependent, linearly or
+not). A continuous column that shows neither, while some other column shows one of them, is treated as noise
+(:func:`noise_columns`), and the preprocessing can drop it (``TablePreprocessor(screen_noise=True)``). Pure-noise
+columns make up most of the distance between rows and bury a structure that lives in few columns.
+
+* **Dependence**: each column is described by its rank scores (``r``, monotone dependence) and squared centred
+  rank scores (``r**2``, dependence of spread or of the distance from the centre, such as three clusters in a
+  triangle, whose linear correlation can be 0), a categorical column by its standardised level indicators (one
+  level left out). A column depends on the others when, at level ``alpha`` (Bonferroni over its tests), either
+  one correlation with another column's scores is too large (``|rho| sqrt(n)``, about standard normal under
+  independence: one strong partner), or its scores are explained by the first ``JOINT_COMPONENTS`` principal
+  components of all the other columns' scores more than chance allows (``n R**2``, about chi-square under
+  independence: weak links to many columns, as when clusters differ a little in every column).
+* **Modes**: a Gaussian kernel density at Silverman's bandwidth (the robust one) has two local maxima separated by
+  a valley below ``valley`` times the lower maximum, each side of that valley holding at least ``min_mass`` of
+  the rows; and so has the column after a Yeo-Johnson transform to symmetry (a skewed single mode, such as a
+  log-normal column, shows bumps in its long tail that the transform removes). At the defaults, on simulated
+  columns of 100 / 300 / 1,000 rows: never for Gaussian, exponential or log-normal (sigma 1) columns, 2 % / 0 / 0
+  for uniform ones, 7 % / 0 / 0 for t(3); two unit-variance Gaussians 4 SD apart, equal weights: 82 % / 99 % /
+  100 %; 5 SD apart, weights 0.8 / 0.2: 54 % / 98 % / 100 %.
+
+Columns with fewer than ``MIN_DISTINCT`` distinct values (counts, levels, codes) and categorical columns are
+never dropped: the kernel density of a few levels is a comb of modes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import chi2, kruskal
+from scipy.stats import yeojohnson
+
+__all__ = ["MIN_DISTINCT", "noise_columns", "dependent_columns", "multimodal", "associated_columns"]
+
+MIN_DISTINCT = 20
+ALPHA = 0.01
+VALLEY = 0.7
+MIN_MASS = 0.05
+JOINT_COMPONENTS = 8
+READMIT_ALPHA = 0.05
+_GRID = 512
+
+
+def _rank_scores(x: np.ndarray) -> np.ndarray:
+    """Standardised ranks (ties averaged) of one column."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), np.float64)
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    xs = x[order]
+    # average the ranks of tied values
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(xs)]
+    if len(starts) < len(xs):
+        mean_rank = (starts + ends - 1) / 2.0
+        ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
+def _standardise(block: np.ndarray) -> np.ndarray:
+    block = block - block.mean(0)
+    sd = block.std(0)
+    keep = sd > 1e-12
+    return block[:, keep] / sd[keep]
+
+
+def _column_scores(z: np.ndarray, categorical: bool) -> np.ndarray:
+    """(n, m) standardised scores whose correlations with another column's scores test dependence."""
+    if categorical:
+        codes = z.astype(np.int64)
+        levels = np.unique(codes)[1:]  # one level left out: the indicators of all levels sum to 1
+        return _standardise((codes[:, None] == levels[None, :]).astype(np.float64))
+    r = _rank_scores(z)
+    r = (r - r.mean()) / max(r.std(), 1e-12)
+    return _standardise(np.c_[r, r**2])
+
+
+def dependent_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, joint: bool = True) -> np.ndarray:
+    """(D,) bool: columns that depend on the others (see the module docstring; ``joint=False``: the pairwise
+    test alone, at level ``alpha``)."""
+    n, d = Z.shape
+    if d < 2:
+        return np.zeros(d, bool)
+    scores = [_column_scores(Z[:, j], bool(cat_mask[j])) for j in range(d)]
+    owner = np.concatenate([np.full(s.shape[1], j) for j, s in enumerate(scores)])
+    S = np.concatenate(scores, axis=1)
+    C = S.T @ S / n  # correlations of the scores
+    level = alpha / 2.0 if joint else alpha  # split between the two tests
+    out = np.zeros(d, bool)
+    for j in range(d):
+        mine, others = owner == j, owner != j
+        tests = int(mine.sum() * others.sum())
+        if tests == 0:
+            continue
+        bound = float(ndtri(1.0 - level / (2.0 * tests)))
+        out[j] = bool(np.abs(C[np.ix_(mine, others)]).max() * np.sqrt(n) > bound)
+        if out[j] or not joint:
+            continue
+        values, vectors = np.linalg.eigh(C[np.ix_(others, others)])
+        top = np.argsort(values)[::-1][:JOINT_COMPONENTS]
+        top = top[values[top] > 1e-8 * max(values[top[0]], 1e-300)]
+        if n <= 4 * len(top):
+            continue
+        cov = C[np.ix_(mine, others)] @ vectors[:, top]  # each score of j against each component
+        r2 = (cov**2 / values[top]).sum(1)  # the scores have unit variance
+        out[j] = bool(chi2.sf(n * r2, len(top)).min() < level / mine.sum())
+    return out
+
+
+def multimodal(x: np.ndarray, valley: float = VALLEY, min_mass: float = MIN_MASS) -> bool:
+    """Whether one continuous column has two modes apart by a deep valley, each side holding at least
+    ``min_mass`` of the rows, as it is and after a Yeo-Johnson transform (see the module docstring)."""
+    x = np.asarray(x, np.float64)
+    if not _two_modes(x, valley, min_mass):
+        return False
+    with np.errstate(all="ignore"):
+        t = yeojohnson((x - x.mean()) / max(x.std(), 1e-12))[0]
+    return bool(np.all(np.isfinite(t)) and _two_modes(t, valley, min_mass))
+
+
+def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:
+    x = np.sort(x)
+    n = len(x)
+    sd = x.std()
+    iqr = np.subtract(*np.percentile(x, [75, 25]))
+    spread = min(sd, iqr / 1.349) if iqr > 0 else sd
+    if spread <= 0:
+        return False
+    h = 0.9 * spread * n ** -0.2
+    grid = np.linspace(x[0] - 3 * h, x[-1] + 3 * h, _GRID)
+    # the density on the grid from a histogram of the rows on a fine grid, smoothed by the kernel
+    step = grid[1] - grid[0]
+    counts = np.bincount(np.clip(np.round((x - grid[0]) / step).astype(np.int64), 0, _GRID - 1), minlength=_GRID)
+    half = int(np.ceil(4 * h / step))
+    kernel = np.exp(-0.5 * (np.arange(-half, half + 1) * step / h) ** 2)
+    density = np.convolve(counts.astype(np.float64), kernel, mode="same")
+    cdf = np.searchsorted(x, grid, side="right") / n
+    peaks = np.flatnonzero((density[1:-1] > density[:-2]) & (density[1:-1] >= density[2:])) + 1
+    if len(peaks) < 2:
+        return False
+    # the deepest valley between a maximum to its left and one to its right, relative to the lower of the two
+    left_max = np.maximum.accumulate(density)
+    right_max = np.maximum.accumulate(density[::-1])[::-1]
+    inner = np.arange(peaks[0], peaks[-1] + 1)
+    ratio = density[inner] / np.maximum(np.minimum(left_max[inner], right_max[inner]), 1e-300)
+    massive = (cdf[inner] >= min_mass) & (cdf[inner] <= 1.0 - min_mass)
+    return bool(np.any((ratio < valley) & massive))
+
+
+def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, valley: float = VALLEY,
+                  min_mass: float = MIN_MASS, joint: bool = True) -> np.ndarray:
+    """(D,) bool: the continuous columns that show no cluster structure, alone or with another column, in a table
+    where some column does (none otherwise). ``Z``: the preprocessed table (z-scores and categorical codes)."""
+    Z = np.asarray(Z, np.float64)
+    cat_mask = np.asarray(cat_mask, bool)
+    d = Z.shape[1]
+    continuous = np.array([not cat_mask[j] and len(np.unique(Z[:, j])) >= MIN_DISTINCT for j in range(d)])
+    evidence = dependent_columns(Z, cat_mask, alpha, joint)
+    for j in np.flatnonzero(continuous & ~evidence):
+        evidence[j] = multimodal(Z[:, j], valley, min_mass)
+    if not evidence.any():
+        return np.zeros(d, bool)
+    return continuous & ~evidence
+
+
+def associated_columns(values: np.ndarray, labels: np.ndarray, alpha: float = READMIT_ALPHA,
+                       bonferroni: bool = False) -> np.ndarray:
+    """(m,) bool: which columns of ``values`` (n, m) differ between the clusters ``labels`` (n,) found without
+    them: a Kruskal-Wallis test of the column's rank scores and of its squared centred rank scores across the
+    clusters, each column at level ``alpha`` (split between its two tests; ``bonferroni``: ``alpha`` over all
+    the columns). A column in which clusters differ a little, which the screening cannot tell from noise on its
+    own, shows it against a partition that is nearly right; a pure-noise column does not, and since the
+    partition was found without it, the test holds its level. No multiplicity correction by default: a noise
+    column put back costs what keeping every column costs, an informative column kept out can cost more."""
+    values = np.asarray(values, np.float64)
+    labels = np.asarray(labels)
+    groups = [np.flatnonzero(labels == k) for k in np.unique(labels)]
+    out = np.zeros(values.shape[1], bool)
+    if len(groups) < 2:
+        return out
+    for j in range(values.shape[1]):
+        r = _rank_scores(values[:, j])
+        r = (r - r.mean()) / max(r.std(), 1e-12)
+        p = min(kruskal(*[score[g] for g in groups]).pvalue for score in (r, r**2))
+        out[j] = bool(p < alpha / (2 * (values.shape[1] if bonferroni else 1)))
+    return out

@@ -1,0 +1,157 @@
+"""Pure-noise columns (model.screening) and the preprocessing option that drops them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from model.estimator import TabClustPFN, default_checkpoint_path
+from model.preprocessing import TablePreprocessor
+from model.screening import associated_columns, dependent_columns, multimodal, noise_columns
+
+
+def _z(X: np.ndarray) -> np.ndarray:
+    return (X - X.mean(0)) / X.std(0)
+
+
+def _groups_in_first_column(n_noise: int, seed: int = 0, shift: float = 6.0, n: int = 600) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return np.c_[shift * y + rng.normal(size=n), rng.normal(size=(n, n_noise))]
+
+
+@pytest.mark.parametrize("n_noise", [1, 3, 7])
+def test_noise_columns_beside_a_column_with_two_groups_are_flagged_and_that_column_is_not(n_noise):
+    X = _z(_groups_in_first_column(n_noise, seed=n_noise + 10))
+    flagged = noise_columns(X, np.zeros(X.shape[1], bool))
+    assert flagged.tolist() == [False] + [True] * n_noise
+
+
+def test_a_table_with_no_structure_anywhere_loses_no_column():
+    """Independent Gaussian columns only: no column shows structure, so none is singled out as noise."""
+    X = _z(np.random.default_rng(1).normal(size=(500, 6)))
+    assert not noise_columns(X, np.zeros(6, bool)).any()
+
+
+def test_clusters_without_linear_correlation_make_their_columns_dependent():
+    """Three clusters in a triangle: the two columns' linear correlation is about 0, and neither column alone has
+    two clear modes, yet they depend on each other (through the distance from the centre) and are kept."""
+    rng = np.random.default_rng(2)
+    centres = np.array([[0.0, 0.0], [3.0, 0.0], [1.5, 2.6]])
+    y = rng.integers(0, 3, 900)
+    X = _z(np.c_[centres[y] + 0.6 * rng.normal(size=(900, 2)), rng.normal(size=900)])
+    assert abs(np.corrcoef(X[:, 0], X[:, 1])[0, 1]) < 0.1
+    assert dependent_columns(X, np.zeros(3, bool)).tolist() == [True, True, False]
+    assert noise_columns(X, np.zeros(3, bool)).tolist() == [False, False, True]
+
+
+def test_independent_columns_are_rarely_called_dependent():
+    """Under independence each column is called dependent at most at the test's level (0.01), over many tables."""
+    rng = np.random.default_rng(3)
+    calls = [dependent_columns(_z(rng.normal(size=(300, 8))), np.zeros(8, bool)) for _ in range(60)]
+    assert np.mean(calls) <= 0.01
+
+
+def test_categorical_and_few_level_columns_are_never_dropped():
+    rng = np.random.default_rng(4)
+    n = 600
+    y = rng.integers(0, 2, n)
+    X = np.c_[6.0 * y + rng.normal(size=n), rng.integers(0, 3, n), rng.integers(0, 5, n), rng.normal(size=n)]
+    X[:, [0, 2, 3]] = _z(X[:, [0, 2, 3]])
+    flagged = noise_columns(X, np.array([False, True, False, False]))
+    assert flagged.tolist() == [False, False, False, True]
+
+
+@pytest.mark.parametrize("draw", [
+    lambda rng, n: rng.normal(size=n),
+    lambda rng, n: rng.lognormal(size=n),
+    lambda rng, n: rng.exponential(size=n),
+    lambda rng, n: rng.uniform(size=n),
+], ids=["gaussian", "lognormal", "exponential", "uniform"])
+def test_single_mode_columns_have_one_mode(draw):
+    rng = np.random.default_rng(5)
+    assert not any(multimodal(draw(rng, n)) for n in (300, 1000) for _ in range(20))
+
+
+def test_two_separated_groups_have_two_modes_even_when_unequal():
+    rng = np.random.default_rng(6)
+    assert multimodal(np.r_[rng.normal(size=500), 5.0 + rng.normal(size=500)])
+    assert multimodal(np.r_[rng.normal(size=800), 6.0 + rng.normal(size=200)])
+    assert not multimodal(np.r_[rng.normal(size=990), 6.0 + rng.normal(size=10)])  # 1 % of the rows: no mode
+
+
+def test_the_preprocessing_drops_screened_columns_and_transforms_new_rows_without_them():
+    X = _groups_in_first_column(3, seed=7)
+    frame = pd.DataFrame(X, columns=["signal", "n1", "n2", "n3"])
+    pre = TablePreprocessor(screen_noise=True).fit(frame)
+    assert pre.screened_ == ["column 'n1'", "column 'n2'", "column 'n3'"]
+    assert set(pre.screened_) <= set(pre.dropped_)
+    Z, cat = pre.transform(frame.iloc[:10])
+    assert Z.shape == (10, 1) and not cat.any()
+    np.testing.assert_allclose(Z[:, 0], (X[:10, 0] - X[:, 0].mean()) / X[:, 0].std(), rtol=1e-5)
+
+
+def test_the_preprocessing_keeps_every_column_unless_asked_to_screen():
+    frame = pd.DataFrame(_groups_in_first_column(3, seed=8))
+    pre = TablePreprocessor().fit(frame)
+    assert pre.transform(frame)[0].shape[1] == 4 and pre.screened_ == []
+
+
+def test_a_column_that_differs_between_the_clusters_is_associated_and_a_noise_column_is_not():
+    rng = np.random.default_rng(9)
+    labels = np.repeat([0, 1, 2], 300)
+    weak = 0.35 * labels + rng.normal(size=900)  # clusters differ a little in it
+    spread = rng.normal(size=900) * np.where(labels == 1, 2.0, 1.0)  # only in spread
+    noise = rng.normal(size=900)
+    assert associated_columns(np.c_[weak, spread, noise], labels).tolist() == [True, True, False]
+
+
+def test_associated_columns_hold_their_level_on_noise():
+    rng = np.random.default_rng(10)
+    labels = rng.integers(0, 4, 500)
+    calls = np.array([associated_columns(rng.normal(size=(500, 5)), labels) for _ in range(80)])
+    assert calls.mean() <= 0.05 + 0.02  # per column, at the default level 0.05
+    strict = np.array([associated_columns(rng.normal(size=(500, 5)), labels, alpha=0.01, bonferroni=True)
+                       for _ in range(80)])
+    assert strict.any(axis=1).mean() <= 0.03  # per table, at level 0.01 over its columns
+
+
+def test_readmitted_columns_come_back_in_input_order_for_new_rows_too():
+    X = _groups_in_first_column(3, seed=11)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    pre = TablePreprocessor(screen_noise=True).fit(frame)
+    assert pre.screened_ == ["column 'b'", "column 'c'", "column 'd'"]
+    np.testing.assert_allclose(pre.screened_values(frame)[:, 1], (X[:, 2] - X[:, 2].mean()) / X[:, 2].std(),
+                               rtol=1e-5, atol=1e-6)
+    pre.readmit(frame, ["column 'c'"])
+    assert pre.screened_ == ["column 'b'", "column 'd'"] and "column 'c'" not in pre.dropped_
+    Z, _ = pre.transform(frame.iloc[:5])
+    np.testing.assert_allclose(Z[:, 1], (X[:5, 2] - X[:, 2].mean()) / X[:, 2].std(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="not screened"):
+        pre.readmit(frame, ["column 'a'"])
+
+
+def _diffuse_groups_with_a_faint_column(seed: int = 17, n: int = 600) -> tuple[pd.DataFrame, np.ndarray]:
+    """Two groups 1.2 SD apart in 12 columns, 0.4 SD in one more (which the screening alone, in this draw, cannot
+    tell from noise), and 3 pure-noise columns."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    X = np.c_[1.2 * y[:, None] + rng.normal(size=(n, 12)), 0.4 * y + rng.normal(size=n), rng.normal(size=(n, 3))]
+    return pd.DataFrame(X).add_prefix("x"), y
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
+def test_the_estimator_screens_noise_and_puts_back_a_faint_column():
+    """The faint column is screened, then differs between the clusters found without it and comes back; the
+    noise columns stay out, and new rows are assigned with the columns the fit used."""
+    from sklearn.metrics import adjusted_rand_score
+
+    frame, y = _diffuse_groups_with_a_faint_column()
+    pre = TablePreprocessor(screen_noise=True).fit(frame)
+    assert "column 'x12'" in pre.screened_  # the faint column alone looks like noise
+    est = TabClustPFN(random_state=0, screen_noise=True).fit(frame)
+    assert est.preprocessor_.screened_ == ["column 'x13'", "column 'x14'", "column 'x15'"]
+    assert adjusted_rand_score(y, est.labels_) >= 0.9
+    np.testing.assert_array_equal(est.predict(frame.iloc[:50]), est.labels_[:50])
+    assert TabClustPFN(random_state=0, screen_noise=False).fit(frame).preprocessor_.screened_ == []
