@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="answer one cluster for a table that looks like a single Gaussian mode (default: always "
                         "K >= 2)")
+    p.add_argument("--screen-noise", action="store_true",
+                   help="drop the columns that show no cluster structure (no second mode, independent of the other "
+                        "columns) where another column shows some, as for structure in few of many columns "
+                        "(default: every column; summary.csv lists each table's ignored columns)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -73,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
                                n_estimators=args.n_estimators, refine=args.refine,
                                allow_single_cluster=args.allow_single_cluster,
+                               screen_noise=args.screen_noise,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,

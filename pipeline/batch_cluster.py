@@ -42,8 +42,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
-SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "structure_score", "seconds",
-                   "ari", "nmi", "error", "path", "node_id"]
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "structure_score",
+                   "ignored_columns", "seconds", "ari", "nmi", "error", "path", "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
@@ -82,6 +82,10 @@ class ClusterJobConfig:
     allow_single_cluster : bool
         ``TabClustPFN(allow_single_cluster=...)``: a table that looks like one Gaussian mode gets one cluster
         (``n_clusters`` 1) instead of the network's K >= 2 (off by default).
+    screen_noise : bool
+        ``TabClustPFN(screen_noise=...)``: drop the continuous columns that show no cluster structure where another
+        column shows some (:mod:`model.screening`; off by default). The columns each table was clustered without
+        are in ``summary.csv``'s ``ignored_columns``.
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -108,6 +112,7 @@ class ClusterJobConfig:
     n_estimators: int | None = None
     refine: str | None = None
     allow_single_cluster: bool = False
+    screen_noise: bool = False
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -149,8 +154,8 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
-            "k_posterior": None, "structure_score": None, "seconds": round(seconds, 4), "ari": None, "nmi": None,
-            "error": error, "path": str(path), "node_id": None}
+            "k_posterior": None, "structure_score": None, "ignored_columns": None, "seconds": round(seconds, 4),
+            "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
 
 
 def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
@@ -204,6 +209,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
            "structure_score": round(score, 4) if np.isfinite(score) else None,
+           "ignored_columns": json.dumps(sorted(est.preprocessor_.dropped_)),
            "seconds": round(time.perf_counter() - start, 4), "ari": None, "nmi": None, "error": "",
            "path": str(path), "node_id": None}
     if truth is not None:
@@ -225,7 +231,7 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
                    max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
-                   allow_single_cluster: bool = False):
+                   allow_single_cluster: bool = False, screen_noise: bool = False):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
     ``k_selection``, ``n_estimators`` and ``refine`` None keep the estimator's defaults; ``max_clusters`` bounds
     the inferred K.
@@ -242,7 +248,7 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(n_estimators=n_estimators)
     if refine is not None:
         est.set_params(refine=refine)
-    est.set_params(allow_single_cluster=allow_single_cluster)
+    est.set_params(allow_single_cluster=allow_single_cluster, screen_noise=screen_noise)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 
@@ -253,9 +259,9 @@ class TableClusterer:
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
                  n_estimators: int | None = None, refine: str | None = None,
-                 allow_single_cluster: bool = False) -> None:
+                 allow_single_cluster: bool = False, screen_noise: bool = False) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
-                                         refine, allow_single_cluster)
+                                         refine, allow_single_cluster, screen_noise)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -299,7 +305,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
-            cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster)
+            cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -566,7 +572,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "max_clusters": cfg.max_clusters,
                                "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS,
                                "refine": cfg.refine or DEFAULT_REFINE,
-                               "allow_single_cluster": cfg.allow_single_cluster})
+                               "allow_single_cluster": cfg.allow_single_cluster,
+                               "screen_noise": cfg.screen_noise})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

@@ -164,11 +164,11 @@ def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_u
     monkeypatch.setattr(job, "run_batch", fake_run_batch)
     argv = _args(tmp_path, tiny_checkpoint, tracking_uri, tmp_path) + ["--k-selection", "posterior_mode",
                                                                        "--max-clusters", "4", "--refine", "none",
-                                                                       "--allow-single-cluster"]
+                                                                       "--allow-single-cluster", "--screen-noise"]
     assert job.main(argv) == 1
     assert "stopped after the config was built" in capsys.readouterr().err
     assert seen["cfg"].k_selection == "posterior_mode" and seen["cfg"].max_clusters == 4
-    assert seen["cfg"].refine == "none" and seen["cfg"].allow_single_cluster
-    assert not job.parse_args([]).allow_single_cluster
+    assert seen["cfg"].refine == "none" and seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise
+    assert not job.parse_args([]).allow_single_cluster and not job.parse_args([]).screen_noise
     with pytest.raises(SystemExit):
         job.parse_args(["--k-selection", "silhouette"])

@@ -186,6 +186,21 @@ def test_allow_single_cluster_reaches_the_estimator_and_a_one_mode_table_gets_on
     assert plain["structure_score"] is None and plain["n_clusters"] >= 2
 
 
+def test_screen_noise_reaches_the_estimator_and_the_summary_names_the_ignored_columns(tmp_path, tiny_checkpoint):
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 200)
+    table = pd.DataFrame({"signal": 6.0 * y + rng.normal(size=400), "n1": rng.normal(size=400),
+                          "n2": rng.normal(size=400), "constant": 1.0})
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    assert not load_estimator(tiny_checkpoint, 2, 0).screen_noise
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0, screen_noise=True), path, "t")
+    assert row["status"] == "ok"
+    assert json.loads(row["ignored_columns"]) == ["column 'constant'", "column 'n1'", "column 'n2'"]
+    plain, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    assert json.loads(plain["ignored_columns"]) == ["column 'constant'"]
+
+
 def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
     assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == DEFAULT_REFINE
     for refine in REFINES:

@@ -296,3 +296,19 @@ def test_a_request_can_allow_one_cluster_for_a_table_without_structure(tiny_chec
     assert len(np.unique(model.predict(None, cloud))) >= 2  # the network alone always splits
     labels = model.predict(None, cloud, params={"allow_single_cluster": True})
     assert (labels == 0).all()
+
+
+def test_a_request_can_screen_out_noise_columns(tiny_checkpoint):
+    """``screen_noise`` is served under the estimator's name and default, and a request that sets it gets the
+    estimator's answer without the noise columns."""
+    from pipeline.pyfunc import PARAMS
+
+    assert ("screen_noise", "boolean", False) in PARAMS
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1], 150)
+    table = pd.DataFrame({"signal": 6.0 * y + rng.normal(size=300), "n1": rng.normal(size=300),
+                          "n2": rng.normal(size=300)})
+    model = _pyfunc(tiny_checkpoint)
+    labels = model.predict(None, table, params={"screen_noise": True, "n_clusters": 2})
+    alone = TabClustPFN(2, checkpoint=tiny_checkpoint, random_state=0).fit_predict(table[["signal"]])
+    np.testing.assert_array_equal(labels, alone)
