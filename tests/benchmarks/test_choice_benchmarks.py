@@ -252,6 +252,23 @@ def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_pat
     assert adjusted_rand_score(y, variant_labels("own-diagonal", X, start, 2)) > 0.95
 
 
+def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
+    from benchmarks.choose_screening import VARIANTS, main
+
+    out = tmp_path / "choice-screening"
+    main(["--set", "prior", "one-informative", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior", "prior", "one-informative", "one-informative"]
+    for name in VARIANTS:
+        assert df[name].between(-1, 1).all()
+        same = df[f"{name}_dropped"] == 0  # nothing dropped: keep's answer, not a second fit
+        assert (df.loc[same, name] == df.loc[same, "keep"]).all()
+    assert (df.loc[df["set"] == "one-informative", "screen-no-readmit_dropped"] > 0).all()  # noise columns go
+    report = (tmp_path / "choice-screening.md").read_text()
+    assert "| one-informative | 2 | screen |" in report and "Chosen: " in report
+    assert "Command: `python benchmarks/choose_screening.py --set prior one-informative" in report
+
+
 def test_paired_results_compares_one_method_table_by_table(tmp_path):
     from benchmarks.paired_results import main
 
