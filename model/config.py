@@ -44,7 +44,9 @@ class ModelConfig:
     training (``jobs/fit_k_ranker.py``); pretraining never trains it, and a run continued from such a checkpoint
     starts without it (a changed network needs its ranker fitted again). ``k_ranker_features``: the feature set
     (:data:`model.k_features.FEATURE_SETS`) that ranker reads; ``k_ranker_candidates``, the partitions its features
-    describe (the Lloyd-refined candidates, or their diagonal mixtures).
+    describe (the Lloyd-refined candidates, or their diagonal mixtures). ``k_ranker_temperature``: the
+    temperature that turns the ranker's scores into the probability that each K is the labelled one (a softmax of
+    score / temperature), fitted on held-out ranker tables (``jobs/calibrate_k_ranker.py``); 0: not calibrated.
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -74,6 +76,8 @@ class ModelConfig:
     k_ranker_features: int = 1
     #: the partitions that ranker's features describe (model.k_features.CANDIDATE_STAGES); "kmeans" before 2026-11-29
     k_ranker_candidates: str = "kmeans"
+    #: softmax temperature of that ranker's scores for calibrated probabilities over K; 0: not calibrated
+    k_ranker_temperature: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
@@ -91,6 +95,8 @@ class ModelConfig:
         if self.k_ranker_candidates not in REFINED_CANDIDATES:
             raise ValueError(f"unknown k_ranker_candidates {self.k_ranker_candidates!r}: use one of "
                              f"{REFINED_CANDIDATES}")
+        if not self.k_ranker_temperature >= 0:
+            raise ValueError(f"ModelConfig.k_ranker_temperature must be >= 0, got {self.k_ranker_temperature}")
         if self.cin_head not in ("categorical", "ordinal"):
             raise ValueError(f"unknown cin_head {self.cin_head!r}: use 'categorical' or 'ordinal'")
 

@@ -22,6 +22,7 @@ from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
                               diagonal_em, lloyd, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
+from model.k_ranker import k_probabilities
 from model.screening import associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
@@ -133,6 +134,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_posterior_ : dict[int, float]
         Posterior probability of each K = 2..K_max (sums to 1; the average over the orderings); computed even
         when ``n_clusters`` is given.
+    k_probabilities_ : dict[int, float] or None
+        Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
+        number of groups (0 where not admissible; its argmax is ``n_clusters_``), a softmax of the ranker's scores
+        at a temperature fitted on held-out prior tables (``ModelConfig.k_ranker_temperature``). Calibrated on
+        prior-like tables, overconfident on real ones whose labelled classes are not clusters
+        (``docs/results/k-calibration.md``). None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, the posterior, or the
         expected ARI of each candidate, Lloyd-refined unless ``refine="none"``, under the posterior renormalised
@@ -332,6 +339,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=DEFAULT_K_SELECTION if rule == "ranker"
                                   else rule, members=(member_probs, member_posteriors), candidates=candidates)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
+        k_probs = None
         if rule == "ranker" and self.n_clusters is None:
             ranked = np.full_like(scores, -np.inf)
             features, mixtures = ranker_features(
@@ -340,6 +348,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 blocks=one_hot_blocks(cat_mask, self._widths), scores=scores)
             k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(features)
             scores = ranked
+            if net.cfg.k_ranker_temperature > 0:  # a calibrated ranker: probabilities over K
+                k_probs = np.zeros(k_max - 1)
+                k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], net.cfg.k_ranker_temperature)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | DiagonalMixture | None = refined[k - 2]
@@ -372,6 +383,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.k_selection_ = "given" if self.n_clusters is not None else rule
         self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
         self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
+        self.k_probabilities_ = (None if k_probs is None else
+                                 {kk: float(p) for kk, p in zip(range(2, k_max + 1), k_probs)})
         self.n_estimators_ = len(self._orders)
         self.context_indices_ = ctx
         self._context_X, self._cat_mask = Z[ctx], cat_mask

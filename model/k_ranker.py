@@ -10,6 +10,11 @@ Inputs per candidate (``input_width``): the features of its feature set (``model
 also relative to their best over the table's candidates (``RELATIVE``: log posterior, expected ARI, silhouette, and
 in set 2 the mixture's penalised likelihood), and K / 10; standardised by the training set's
 mean and deviation (buffers of the module, so they travel with its weights) and clipped to +-``INPUT_CLIP``.
+
+Probabilities over K (:func:`k_probabilities`): a softmax of the scores divided by a temperature fitted on
+held-out tables to the labelled K (:func:`fit_temperature`, stored as ``ModelConfig.k_ranker_temperature``). The
+scores were fitted to pick a partition, not to say how sure it is; the temperature makes their softmax a
+probability that each K is the labelled one, as well as one number can.
 """
 
 from __future__ import annotations
@@ -121,3 +126,55 @@ def chosen_ari(ranker: KRanker, features: np.ndarray, ari: np.ndarray) -> np.nda
         admissible = torch.as_tensor(~np.isnan(ari))
         pick = ranker(f, admissible).argmax(-1).numpy()
     return ari[np.arange(len(ari)), pick]
+
+
+def k_probabilities(scores: np.ndarray, temperature: float) -> np.ndarray:
+    """Scores (..., C) of candidates K = 2..C+1 (-inf where not admissible) -> probabilities (..., C) that each K is
+    the labelled one: a softmax of ``scores / temperature``; the argmax stays the ranker's choice."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0 (a calibrated ranker), got {temperature}")
+    z = np.asarray(scores, np.float64) / temperature
+    z = z - np.max(z, axis=-1, keepdims=True)
+    e = np.exp(z)  # exp(-inf) = 0 where not admissible
+    return e / e.sum(-1, keepdims=True)
+
+
+def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
+    """The temperature that maximises the likelihood of the labelled K of T tables under :func:`k_probabilities`:
+    ``scores`` (T, C) of candidates K = 2..C+1, ``k_true`` (T,); tables whose labelled K is not admissible (K = 1,
+    K > C + 1, or a -inf score) are left out."""
+    from scipy.optimize import minimize_scalar
+
+    scores = np.asarray(scores, np.float64)
+    idx = np.asarray(k_true, np.int64) - 2
+    ok = (idx >= 0) & (idx < scores.shape[1])
+    ok[ok] = np.isfinite(scores[np.flatnonzero(ok), idx[ok]])
+    if not ok.any():
+        raise ValueError("no table whose labelled K is among its admissible candidates: nothing to fit")
+    s, idx = scores[ok], idx[ok]
+
+    def nll(log_t: float) -> float:
+        p = k_probabilities(s, float(np.exp(log_t)))
+        return float(-np.log(np.clip(p[np.arange(len(p)), idx], 1e-300, 1.0)).mean())
+
+    return float(np.exp(minimize_scalar(nll, bounds=(-6.0, 8.0), method="bounded").x))
+
+
+def reliability(probs: np.ndarray, k_true: np.ndarray, level: float = 0.8, bins: int = 10) -> dict[str, float]:
+    """How far probabilities over K = 2..C+1 (T, C) can be trusted on T tables with labelled ``k_true``: how often
+    the most probable K is the labelled one against its mean probability, the expected calibration error of that
+    top choice (``bins`` equal-width bins), and how often the smallest set of K holding ``level`` of the
+    probability contains the labelled K (``set_covered``), with its mean size (``set_size``)."""
+    probs = np.asarray(probs, np.float64)
+    idx = np.asarray(k_true, np.int64) - 2
+    top = probs.argmax(1)
+    conf = probs[np.arange(len(probs)), top]
+    right = top == idx
+    which = np.minimum((conf * bins).astype(int), bins - 1)
+    ece = sum(abs(right[which == b].mean() - conf[which == b].mean()) * (which == b).mean()
+              for b in range(bins) if (which == b).any())
+    order = np.argsort(-probs, 1, kind="stable")
+    size = (np.cumsum(np.take_along_axis(probs, order, 1), 1) < level - 1e-12).sum(1) + 1
+    covered = np.array([i in order[t, : size[t]] for t, i in enumerate(idx)])
+    return {"tables": int(len(idx)), "top_right": float(right.mean()), "top_probability": float(conf.mean()),
+            "ece": float(ece), "set_covered": float(covered.mean()), "set_size": float(size.mean())}

@@ -12,7 +12,11 @@
 2. **Fit.** :func:`model.k_ranker.fit_ranker` (on the features of ``feature_set`` and the ARI of the estimator's
    default refine) on all but the last ``val_tables`` records; those held out compare
    the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its standard error).
-3. **Checkpoint.** The network with the ranker (``ModelConfig.k_ranker``), its lineage extended by one phase.
+3. **Calibration.** The temperature that turns the ranker's scores into probabilities over K
+   (:func:`model.k_ranker.fit_temperature`, ``ModelConfig.k_ranker_temperature``), fitted on the same held-out
+   records to their labelled K; :func:`calibrate_k_ranker` does this stage alone for a checkpoint whose ranker has
+   none (``jobs/calibrate_k_ranker.py``).
+4. **Checkpoint.** The network with the ranker (``ModelConfig.k_ranker``), its lineage extended by one phase.
 """
 
 from __future__ import annotations
@@ -211,6 +215,58 @@ def paired_choice(ranker, features: np.ndarray, ari: np.ndarray) -> dict[str, fl
             "better": int((d > 1e-9).sum()), "worse": int((d < -1e-9).sum())}
 
 
+def ranker_scores(ranker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
+    """The ranker's scores (T, C) of records' candidates, -inf where not admissible (a NaN ``ari``)."""
+    import torch
+
+    with torch.no_grad():
+        f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
+        return ranker(f, torch.as_tensor(~np.isnan(ari))).double().numpy()
+
+
+def calibration(ranker, features: np.ndarray, ari: np.ndarray, k_true: np.ndarray) -> dict[str, Any]:
+    """The temperature fitted on records (:func:`model.k_ranker.fit_temperature`) and the reliability of the
+    probabilities it gives on those records (:func:`model.k_ranker.reliability`)."""
+    from model.k_ranker import fit_temperature, k_probabilities, reliability
+
+    scores = ranker_scores(ranker, features, ari)
+    temperature = fit_temperature(scores, k_true)
+    return {"temperature": temperature, **reliability(k_probabilities(scores, temperature), k_true)}
+
+
+def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ranker-records", tables: int = 6000,
+                       val_tables: int = 600, workers: int = 2) -> dict[str, Any]:
+    """Stage 3 alone: ``checkpoint``'s ranker gets the temperature fitted on the last ``val_tables`` of its
+    ``tables`` records (the tables its fit held out, computed again only where not on disk); written to ``out``
+    with the same weights, its lineage extended by a phase of no tasks."""
+    from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+    from model.lineage import inherited_lineage
+    from model.network import TabClustNet
+
+    start = time.perf_counter()
+    net, metadata = load_checkpoint(checkpoint)
+    if net.k_ranker is None:
+        raise ValueError(f"{checkpoint} carries no K ranker: fit one with jobs/fit_k_ranker.py (which also "
+                         "calibrates it)")
+    sha = weights_sha256(net.without_k_ranker().state_dict())
+    rec = build_records(str(Path(checkpoint).resolve()), tables, records_dir, sha, workers)
+    held = slice(tables - val_tables, tables)
+    result = calibration(net.k_ranker, rec[features_key(net.cfg.k_ranker_candidates)][held], rec["ari"][held],
+                         rec["k_true"][held])
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=result["temperature"]))
+    out_net.load_state_dict(net.state_dict())
+    lineage, inherited_tasks = inherited_lineage(metadata)
+    phase = {"phase": len(lineage) + 1, "run": Path(out).stem, "steps": 0, "tasks": 0,
+             "wall_s": round(time.perf_counter() - start, 1), "device": f"{platform.machine()} CPU",
+             "what": f"K ranker's temperature fitted to the labelled K of the {val_tables} tables its fit held out "
+                     f"(records {tables - val_tables}..{tables - 1}; pipeline.k_ranker_fit.calibrate_k_ranker)",
+             "k_ranker_calibration": result}
+    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
+                "step": 0, "tasks_seen": 0, "lineage": [*lineage, phase], "total_tasks_seen": inherited_tasks}
+    save_checkpoint(out, out_net, new_meta)
+    return {"checkpoint": checkpoint, "out": out, **result}
+
+
 def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     """The three stages (module docstring) -> a summary; the checkpoint is written to ``cfg.out``."""
     from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
@@ -228,8 +284,10 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     ari = rec["ari" if cfg.target is None else f"ari_{cfg.target}"]
     ranker = fit_ranker(features[fit], ari[fit], epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
+    calibrated = calibration(ranker, features[held], ari[held], rec["k_true"][held])
     out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
-                                              k_ranker_candidates=cfg.candidates))
+                                              k_ranker_candidates=cfg.candidates,
+                                              k_ranker_temperature=calibrated["temperature"]))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
     lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
@@ -240,10 +298,11 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
                      f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
-             "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict())}}
+             "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict()),
+                          "calibration": calibrated}}
     new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
                 "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],
                 "total_tasks_seen": inherited_tasks + cfg.tables}
     save_checkpoint(cfg.out, out_net, new_meta)
     return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
-            "wall_s": round(wall, 1)}
+            "calibration": calibrated, "wall_s": round(wall, 1)}

@@ -15,7 +15,8 @@ from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
 from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures,
                               partition_log_likelihood, silhouettes, within_ratios)
-from model.k_ranker import KRanker, chosen_ari, fit_ranker, input_width, ranker_inputs
+from model.k_ranker import (KRanker, chosen_ari, fit_ranker, fit_temperature, input_width, k_probabilities,
+                            ranker_inputs, reliability)
 from model.lineage import average_checkpoints
 from model.network import TabClustNet
 from tests.model.conftest import make_tiny_net
@@ -307,3 +308,54 @@ def test_estimator_ranks_the_candidates_its_ranker_was_fitted_on(tmp_path):
     assert not np.allclose([lloyd.k_scores_[k] for k in range(2, net.cfg.k_max + 1)], scores)
     with pytest.raises(ValueError, match="unknown k_ranker_candidates 'em'"):
         ModelConfig(k_ranker_candidates="em")
+
+
+def test_k_probabilities_keep_the_rankers_choice_and_give_nothing_to_inadmissible_k():
+    scores = np.array([[1.0, 3.0, 2.0, -np.inf], [0.0, -1.0, -np.inf, -np.inf]])
+    for temperature in (0.5, 2.0, 40.0):
+        p = k_probabilities(scores, temperature)
+        np.testing.assert_allclose(p.sum(1), 1.0)
+        assert p.argmax(1).tolist() == [1, 0] and p[0, 3] == 0 and (p[1, 2:] == 0).all()
+    flat, sharp = k_probabilities(scores, 40.0), k_probabilities(scores, 0.5)
+    assert flat.max(1)[0] < sharp.max(1)[0]  # a higher temperature spreads the probability
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        k_probabilities(scores, 0.0)
+
+
+def test_fit_temperature_recovers_the_temperature_the_labels_were_drawn_at():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(scale=10.0, size=(4000, 9))
+    p = k_probabilities(scores, 4.0)
+    k_true = np.array([rng.choice(9, p=row) for row in p]) + 2
+    assert fit_temperature(scores, k_true) == pytest.approx(4.0, rel=0.1)
+    k_true[:10] = 1  # a labelled K outside the candidates is left out, not an error
+    assert fit_temperature(scores, k_true) == pytest.approx(4.0, rel=0.1)
+    with pytest.raises(ValueError, match="nothing to fit"):
+        fit_temperature(scores[:3], np.array([1, 11, 1]))
+
+
+def test_reliability_counts_the_top_choice_and_the_smallest_set_holding_the_level():
+    probs = np.array([[0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
+    r = reliability(probs, np.array([2, 3, 2]))  # right on the first only
+    assert r["top_right"] == pytest.approx(1 / 3) and r["top_probability"] == pytest.approx(2.0 / 3)
+    assert r["set_size"] == pytest.approx((2 + 2 + 1) / 3)  # {2, 3}, {2, 3}, {4}: 0.8 alone holds the level
+    assert r["set_covered"] == pytest.approx(2 / 3)  # the third table's labelled K = 2 is outside {4}
+    calibrated = reliability(np.tile([0.5, 0.5, 0.0], (4, 1)), np.array([2, 2, 2, 3]))
+    assert calibrated["ece"] == pytest.approx(0.25)  # right on 3 of 4 at a probability of 0.5
+
+
+def test_a_calibrated_rankers_probabilities_are_the_estimators_k_probabilities(tmp_path, tiny_checkpoint):
+    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    path = _ranked_checkpoint(tmp_path)
+    assert TabClustPFN(checkpoint=path).fit(X).k_probabilities_ is None  # not calibrated
+    net, meta = load_checkpoint(path)
+    calibrated = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=3.0))
+    calibrated.load_state_dict(net.state_dict())
+    save_checkpoint(tmp_path / "calibrated.pt", calibrated, meta)
+    est = TabClustPFN(checkpoint=str(tmp_path / "calibrated.pt")).fit(X)
+    scores = np.array([est.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])
+    probs = np.array([est.k_probabilities_[k] for k in range(2, net.cfg.k_max + 1)])
+    np.testing.assert_allclose(probs, k_probabilities(scores, 3.0))
+    assert int(np.argmax(probs)) + 2 == est.n_clusters_
+    assert TabClustPFN(checkpoint=str(tmp_path / "calibrated.pt"), n_clusters=3).fit(X).k_probabilities_ is None
+    assert TabClustPFN(checkpoint=tiny_checkpoint).fit(X).k_probabilities_ is None  # no ranker

@@ -15,7 +15,7 @@ from model.k_features import FEATURES
 from model.refinement import DEFAULT_REFINE
 from model.k_ranker import KRanker
 from model.network import TabClustNet
-from pipeline.k_ranker_fit import RankerFitConfig, fit_k_ranker, train_table
+from pipeline.k_ranker_fit import RankerFitConfig, calibrate_k_ranker, fit_k_ranker, train_table
 
 
 def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path, tiny_checkpoint):
@@ -44,11 +44,30 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
         assert not np.array_equal(d["ari_kmeans"], d["ari_gmm"], equal_nan=True)
         assert d["features_gmm"].shape == d["features"].shape  # the mixtures' partitions described as well
         assert not np.array_equal(d["features_gmm"], d["features"], equal_nan=True)
+    # calibrated on the held-out records: a temperature, and how its probabilities fared there
+    assert net.cfg.k_ranker_temperature > 0
+    assert phase["k_ranker"]["calibration"]["temperature"] == net.cfg.k_ranker_temperature
+    assert phase["k_ranker"]["calibration"]["tables"] == 2 == summary["calibration"]["tables"]
     stamp = chunk.stat().st_mtime_ns
     fit_k_ranker(dataclasses.replace(cfg, seed=1, out=str(tmp_path / "ranked1.pt")))  # records read, not redone
     assert chunk.stat().st_mtime_ns == stamp
     X, _ = train_table(0)[1:]
-    assert TabClustPFN(checkpoint=cfg.out).fit(X).k_selection_ == "ranker"
+    fitted = TabClustPFN(checkpoint=cfg.out).fit(X)
+    assert fitted.k_selection_ == "ranker" and fitted.k_probabilities_ is not None
+    # calibrating alone, as for a ranker fitted before calibration existed: the same temperature, same weights
+    plain = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=0.0))
+    plain.load_state_dict(net.state_dict())
+    save_checkpoint(tmp_path / "plain.pt", plain, meta)
+    out = calibrate_k_ranker(str(tmp_path / "plain.pt"), str(tmp_path / "recal.pt"), records_dir=str(records),
+                             tables=8, val_tables=2, workers=1)
+    recal, recal_meta = load_checkpoint(tmp_path / "recal.pt")
+    assert chunk.stat().st_mtime_ns == stamp  # records read, not redone
+    assert recal.cfg.k_ranker_temperature == pytest.approx(net.cfg.k_ranker_temperature) == out["temperature"]
+    assert weights_sha256(recal.state_dict()) == weights_sha256(net.state_dict())
+    assert recal_meta["lineage"][-1]["tasks"] == 0 and recal_meta["total_tasks_seen"] == meta["total_tasks_seen"]
+    with pytest.raises(ValueError, match="carries no K ranker"):
+        calibrate_k_ranker(tiny_checkpoint, str(tmp_path / "no.pt"), records_dir=str(records), tables=8,
+                           val_tables=2, workers=1)
     second = dataclasses.replace(cfg, feature_set=2, out=str(tmp_path / "set2.pt"))
     fit_k_ranker(second)  # the mixture features too, from the same records
     assert load_checkpoint(second.out)[0].k_ranker.feature_set == 2
