@@ -42,8 +42,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
-SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_posterior", "structure_score",
-                   "ignored_columns", "seconds", "ari", "nmi", "error", "path", "node_id"]
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_posterior",
+                   "structure_score", "ignored_columns", "seconds", "ari", "nmi", "error", "path", "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
@@ -154,6 +154,7 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
+            "k_probability": None,
             "k_posterior": None, "structure_score": None, "ignored_columns": None, "seconds": round(seconds, 4),
             "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
 
@@ -206,7 +207,9 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
         out[f"prob_{k}"] = probs[:, k].astype(np.float32)
     posterior = getattr(est, "k_posterior_", None) or {}
     score = float(getattr(est, "structure_score_", np.nan))  # NaN unless allow_single_cluster tested the table
+    chosen = (getattr(est, "k_probabilities_", None) or {}).get(int(est.n_clusters_))  # a calibrated ranker's
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
+           "k_probability": None if chosen is None else round(float(chosen), 6),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
            "structure_score": round(score, 4) if np.isfinite(score) else None,
            "ignored_columns": json.dumps(sorted(est.preprocessor_.dropped_)),

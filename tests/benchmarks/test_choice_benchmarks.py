@@ -286,3 +286,42 @@ def test_paired_results_compares_one_method_table_by_table(tmp_path):
     assert cells[1] == "4" and cells[4].startswith("+0.100")  # mean of 0, +0.3, -0.1, +0.2
     assert cells[5] == "0.62" and cells[7] == "2 / 1"  # a tie counts half
     assert "most lost: t2 0.30 -> 0.20; most gained: t1 0.60 -> 0.90, t3 0.20 -> 0.40" in report
+
+
+def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_networks_records(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from benchmarks.k_calibration import SETS, main
+    from model.checkpoint import save_checkpoint, weights_sha256
+    from model.k_features import FEATURES
+    from model.network import TabClustNet
+    from tests.model.conftest import make_tiny_net
+
+    base = make_tiny_net(0)
+    net = TabClustNet(dataclasses.replace(base.cfg, k_ranker=True, k_ranker_temperature=2.0))
+    torch.manual_seed(0)
+    net.load_state_dict({**base.state_dict(), **{k: v for k, v in net.state_dict().items()
+                                                   if k.startswith("k_ranker.")}})
+    ckpt = save_checkpoint(tmp_path / "calibrated.pt", net, {"steps": 0})
+    rng = np.random.default_rng(0)
+    records = tmp_path / "records"
+    records.mkdir()
+    c = net.cfg.k_max - 1
+    for which in SETS:
+        features = rng.normal(size=(6, c, len(FEATURES)))
+        features[..., FEATURES.index("log_post")] = np.log(rng.dirichlet(np.ones(c), size=6))
+        ari = rng.uniform(size=(6, c))
+        ari[0, 5:] = np.nan  # a small table: fewer admissible K
+        np.savez(records / f"{which}.npz", weights_sha256=weights_sha256(base.state_dict()), features=features,
+                 ari=ari, k_true=rng.integers(2, 6, 6))
+    out = tmp_path / "k-calibration"
+    main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(zip(df["set"], df["distribution"])) == [(s, d) for s in SETS for d in ("ranker", "cin")]
+    assert df["top_right"].between(0, 1).all() and df["set_size"].between(1, c).all()
+    assert "temperature 2.00" in (tmp_path / "k-calibration.md").read_text()
+    np.savez(records / "dev.npz", weights_sha256="0" * 64, features=features, ari=ari, k_true=np.full(6, 3))
+    with pytest.raises(SystemExit, match="another network"):
+        main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])

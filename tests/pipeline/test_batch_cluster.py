@@ -201,6 +201,21 @@ def test_screen_noise_reaches_the_estimator_and_the_summary_names_the_ignored_co
     assert json.loads(plain["ignored_columns"]) == ["column 'constant'"]
 
 
+def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_chose_it(tmp_path, tiny_checkpoint):
+    from model.estimator import default_checkpoint_path
+
+    path = tmp_path / "t.csv"
+    _blobs().to_csv(path, index=False)
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "t", label_column="label")
+    assert row["status"] == "ok" and row["k_probability"] is None  # no ranker in the tiny checkpoint
+    if not default_checkpoint_path().is_file():
+        pytest.skip("no shipped checkpoint in this checkout")
+    est = load_estimator(None, None, 0)
+    row, _ = cluster_table(est, path, "t", label_column="label")
+    assert row["k_probability"] == pytest.approx(est.k_probabilities_[row["n_clusters"]], abs=1e-6)
+    assert row["k_probability"] == pytest.approx(max(est.k_probabilities_.values()), abs=1e-6)
+
+
 def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint):
     assert load_estimator(tiny_checkpoint, None, 0, n_estimators=1).refine == DEFAULT_REFINE
     for refine in REFINES:
