@@ -136,7 +136,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         when ``n_clusters`` is given.
     k_probabilities_ : dict[int, float] or None
         Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
-        number of groups (0 where not admissible; its argmax is ``n_clusters_``), a softmax of the ranker's scores
+        number of groups (0 where not admissible; its argmax is ``n_clusters_`` unless ``allow_single_cluster``
+        answered one cluster), a softmax of the ranker's scores
         at a temperature fitted on held-out prior tables (``ModelConfig.k_ranker_temperature``). Calibrated on
         prior-like tables, overconfident on real ones whose labelled classes are not clusters
         (``docs/results/k-calibration.md``). None when K was given or chosen otherwise.

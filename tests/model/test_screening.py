@@ -155,3 +155,13 @@ def test_the_estimator_screens_noise_and_puts_back_a_faint_column():
     assert adjusted_rand_score(y, est.labels_) >= 0.9
     np.testing.assert_array_equal(est.predict(frame.iloc[:50]), est.labels_[:50])
     assert TabClustPFN(random_state=0, screen_noise=False).fit(frame).preprocessor_.screened_ == []
+
+
+def test_tables_wider_than_the_screening_limit_are_not_screened():
+    from model.preprocessing import SCREEN_MAX_COLUMNS
+
+    X = _groups_in_first_column(SCREEN_MAX_COLUMNS, seed=13, n=200)  # one column past the limit
+    pre = TablePreprocessor(screen_noise=True, max_features=1000).fit(pd.DataFrame(X))
+    assert pre.screened_ == [] and len(pre.columns_) == SCREEN_MAX_COLUMNS + 1
+    narrower = TablePreprocessor(screen_noise=True).fit(pd.DataFrame(X[:, :20]))
+    assert len(narrower.screened_) == 19  # the same kind of table within the limit
