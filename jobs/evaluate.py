@@ -47,6 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN's test-time refinement (default: the estimator's, gmm)")
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="TabClustPFN may answer one cluster for a table without structure (default: K >= 2)")
+    p.add_argument("--screen-noise", action="store_true",
+                   help="TabClustPFN drops pure-noise columns first (default: every column)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
                                                         "per regime group, 6 methods, 16 calibration datasets")
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = EvalConfig(suites=suites, data_dir=args.data, benchmarks_dir=args.benchmarks_dir,
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
                          k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
-                         allow_single_cluster=args.allow_single_cluster, output_dir=args.output,
+                         allow_single_cluster=args.allow_single_cluster, screen_noise=args.screen_noise,
+                         output_dir=args.output,
                          quick=args.quick,
                          calibration_size=args.calibration_size, tasks_per_group=args.tasks_per_group,
                          timeout_s=args.timeout, seed=args.seed, num_workers=args.num_workers,

@@ -54,6 +54,7 @@ class EvalConfig:
     n_estimators: int | None = None  # TabClustPFN's column orderings (None: the estimator's default)
     refine: str | None = None  # TabClustPFN's test-time refinement (None: the estimator's default)
     allow_single_cluster: bool = False  # TabClustPFN may answer one cluster (the estimator's option; off)
+    screen_noise: bool = False  # TabClustPFN drops pure-noise columns first (the estimator's option; off)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -104,14 +105,15 @@ class TaskFailure:
 
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
                   k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
-                  allow_single_cluster: bool = False) -> dict:
+                  allow_single_cluster: bool = False, screen_noise: bool = False) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
             out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection,
-                             n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster)
+                             n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
+                             screen_noise=screen_noise)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": ""}
     except Exception as exc:  # a failed method is a result, not a crash
@@ -223,7 +225,7 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
     refs = {d.name: ray.put(d) for d in datasets}
     calls = [((s.name, d.name), evaluate_pair,
               (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators, cfg.refine,
-               cfg.allow_single_cluster))
+               cfg.allow_single_cluster, cfg.screen_noise))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -316,6 +318,8 @@ def command_line(cfg: EvalConfig) -> str:
             parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
     if cfg.allow_single_cluster:
         parts.append("--allow-single-cluster")
+    if cfg.screen_noise:
+        parts.append("--screen-noise")
     if cfg.methods is not None:
         parts.append("--methods " + " ".join(f"'{m}'" for m in cfg.methods))
     if cfg.quick:
@@ -347,7 +351,8 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
             f"TabClustPFN: K by {_k_rule(cfg)}, "
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
-            + (", one-cluster answer allowed (`allow_single_cluster`)." if cfg.allow_single_cluster else "."),
+            + (", one-cluster answer allowed (`allow_single_cluster`)" if cfg.allow_single_cluster else "")
+            + (", pure-noise columns dropped first (`screen_noise`)" if cfg.screen_noise else "") + ".",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "

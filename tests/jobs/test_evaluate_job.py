@@ -22,7 +22,7 @@ def test_help_lists_the_methods(job, capsys):
     assert "TabClustPFN*" in text and "KMeans+" in text and "--calibration-size" in text
 
 
-def test_the_one_cluster_answer_reaches_the_config(job, monkeypatch):
+def test_the_one_cluster_answer_and_the_noise_screening_reach_the_config(job, monkeypatch):
     seen = {}
 
     def stop(cfg):
@@ -30,9 +30,9 @@ def test_the_one_cluster_answer_reaches_the_config(job, monkeypatch):
         raise ValueError("stopped after the config was built")
 
     monkeypatch.setattr(job, "run_evaluation", stop)
-    assert job.main(["--suite", "real", "--allow-single-cluster"]) == 1
-    assert seen["cfg"].allow_single_cluster
-    assert not job.parse_args([]).allow_single_cluster
+    assert job.main(["--suite", "real", "--allow-single-cluster", "--screen-noise"]) == 1
+    assert seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise
+    assert not job.parse_args([]).allow_single_cluster and not job.parse_args([]).screen_noise
 
 
 def test_unknown_method_and_missing_folder_exit_1(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):

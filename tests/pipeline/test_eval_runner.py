@@ -96,6 +96,19 @@ def test_tabclustpfn_may_answer_one_cluster_when_the_evaluation_allows_it(tiny_c
     assert res["status"] == "ok" and res["k_pred"] == 1 and res["ari"] == 0.0
 
 
+def test_tabclustpfn_drops_noise_columns_when_the_evaluation_screens_them(tiny_checkpoint):
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 150)
+    table = pd.DataFrame({"signal": 6.0 * y + rng.normal(size=300), "n1": rng.normal(size=300),
+                          "n2": rng.normal(size=300)})
+    ds = EvalDataset("few", "data", "data", table, y, 2)
+    spec = next(m for m in METHODS if m.name == "TabClustPFN*")  # the true K: only the columns differ
+    screened = evaluate_pair(spec, ds, tiny_checkpoint, 0, screen_noise=True)
+    alone = evaluate_pair(spec, EvalDataset("one", "data", "data", table[["signal"]], y, 2), tiny_checkpoint, 0)
+    assert screened["status"] == "ok" and screened["ari"] == alone["ari"]
+    assert evaluate_pair(spec, ds, tiny_checkpoint, 0)["ari"] != alone["ari"]
+
+
 @pytest.mark.slow
 def test_benchmark_on_a_data_folder_end_to_end(ray_local, tmp_path, tiny_checkpoint, tracking_uri):
     import mlflow
@@ -148,6 +161,8 @@ def test_command_line_reproduces_the_non_default_settings():
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --n-estimators 2"
     cfg = EvalConfig(suites=("real",), allow_single_cluster=True, methods=("TabClustPFN",))
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --allow-single-cluster --methods 'TabClustPFN'"
+    assert command_line(EvalConfig(suites=("dev",), screen_noise=True)) == \
+        "python jobs/evaluate.py --suite dev --screen-noise"
 
 
 def test_report_header_names_the_estimator_settings():
@@ -161,5 +176,7 @@ def test_report_header_names_the_estimator_settings():
     assert "TabClustPFN: K by `posterior_mode`, 1 column ordering(s) averaged" in text
     assert "allow_single_cluster" not in text
     assert "one-cluster answer allowed" in "\n".join(_header(EvalConfig(allow_single_cluster=True), 3, 2, 1.0))
+    assert "pure-noise columns dropped first" in "\n".join(_header(EvalConfig(screen_noise=True), 3, 2, 1.0))
+    assert "screen_noise" not in text
     with pytest.raises(ValueError, match="n_estimators"):
         EvalConfig(n_estimators=0)
