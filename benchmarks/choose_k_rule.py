@@ -64,21 +64,18 @@ def load_rankers(paths: list[str], weights_sha: str) -> dict[str, object]:
 
 
 def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, np.ndarray]:
-    import torch
+    from model.k_ranker import record_scores
 
     f = rec["features"]
     col = {name: f[..., i] for i, name in enumerate(FEATURES)}
     out = {BASELINE: argmax_rule(col["exp_ari"]), "silhouette": argmax_rule(col["silhouette"]),
            "expected_ari+silhouette": argmax_rule(col["exp_ari"] + col["silhouette"]),
            "mix_bic": argmax_rule(col["mix_bic"])}
-    admissible = torch.as_tensor(~np.isnan(rec["ari"]))
     for name, (ranker, stage) in rankers.items():  # each on the features of the candidates it was fitted on
         if features_key(stage) not in rec:
             raise SystemExit(f"error: the records hold no {features_key(stage)!r} for {name}: recompute them with "
                              "benchmarks/k_rule_records.py")
-        feats = torch.as_tensor(np.nan_to_num(rec[features_key(stage)], nan=0.0), dtype=torch.float32)
-        with torch.no_grad():
-            out[name] = ranker(feats, admissible).argmax(-1).numpy()
+        out[name] = record_scores(ranker, rec[features_key(stage)], rec["ari"]).argmax(-1)
     return out
 
 
@@ -96,6 +93,36 @@ def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
                          f"{d.mean():+.4f} +- {se:.4f} | {(d > 1e-9).sum()} / {(d < -1e-9).sum()} | "
                          f"{(part[rule + '_k'] - part.K).abs().mean():.2f} |")
     return lines, diffs
+
+
+def rows_per_set(work, checkpoint: str, sets: list[str], sizes: dict[str, int], tasks: int | None,
+                 workers: int) -> list[dict]:
+    """``work((checkpoint, set, n, start, stop))`` -> rows of tables start..stop-1, for each set's first n tables
+    (``sizes``, at most ``tasks``), split over ``workers`` processes (1: in this one)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    rows = []
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    try:
+        for which in sets:
+            n = min(sizes[which], tasks or sizes[which])
+            step = -(-n // workers)
+            jobs = [(checkpoint, which, n, s, min(s + step, n)) for s in range(0, n, step)]
+            for part in (pool.map(work, jobs) if pool else map(work, jobs)):
+                rows.extend(part)
+            print(f"{which}: {n} tables", flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return rows
+
+
+def write_results(out: str, df: pd.DataFrame, lines: list[str]) -> None:
+    """``OUT.csv`` (the rows) and ``OUT.md`` (the report's lines), which is printed too."""
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    df.to_csv(out + ".csv", index=False)
+    Path(out + ".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BASELINE
@@ -177,10 +204,7 @@ def main(argv=None) -> None:
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
            *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    df.to_csv(args.out + ".csv", index=False)
-    Path(args.out + ".md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    write_results(args.out, df, out)
 
 
 if __name__ == "__main__":

@@ -36,8 +36,6 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -116,7 +114,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import table, verdict
+    from benchmarks.choose_k_rule import rows_per_set, table, verdict, write_results
     from model.estimator import default_checkpoint_path
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
@@ -127,20 +125,7 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--out", default="docs/results/choice-mixture-refine")
     args = ap.parse_args(argv)
-    rows = []
-    pool = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
-    try:
-        for which in args.set:
-            n = min(SIZES[which], args.tasks or SIZES[which])
-            step = -(-n // args.workers)
-            jobs = [(args.checkpoint, which, n, s, min(s + step, n)) for s in range(0, n, step)]
-            for part in (pool.map(_work, jobs) if pool else map(_work, jobs)):
-                rows.extend(part)
-            print(f"{which}: {n} tables", flush=True)
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers))
     for v in VARIANTS:  # table() reports the mean |K^ - K|: K is the ranker's for every variant
         df[v + "_k"] = df["k"]
     lines, diffs = table(df, list(VARIANTS), BASELINE)
@@ -156,10 +141,7 @@ def main(argv=None) -> None:
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_mixture_refinement.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    df.drop(columns=[v + "_k" for v in VARIANTS]).to_csv(args.out + ".csv", index=False)
-    Path(args.out + ".md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    write_results(args.out, df.drop(columns=[v + "_k" for v in VARIANTS]), out)
 
 
 if __name__ == "__main__":

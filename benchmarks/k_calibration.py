@@ -31,11 +31,10 @@ def distributions(net, rec: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Records of one set -> ``ranker`` (the calibrated ranker's probabilities) and ``cin`` (CIN's posterior over
     the admissible K), each (T, C)."""
     from model.k_features import FEATURES, features_key
-    from model.k_ranker import k_probabilities
-    from pipeline.k_ranker_fit import ranker_scores
+    from model.k_ranker import k_probabilities, record_scores
 
     features = rec[features_key(net.cfg.k_ranker_candidates)]
-    scores = ranker_scores(net.k_ranker, features, rec["ari"])
+    scores = record_scores(net.k_ranker, features, rec["ari"])
     log_post = rec["features"][..., FEATURES.index("log_post")]
     cin = np.where(np.isnan(log_post), 0.0, np.exp(np.nan_to_num(log_post, nan=-np.inf)))
     return {"ranker": k_probabilities(scores, net.cfg.k_ranker_temperature),
@@ -43,6 +42,7 @@ def distributions(net, rec: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import write_results
     from model.checkpoint import load_checkpoint, weights_sha256
     from model.estimator import default_checkpoint_path
     from model.k_ranker import reliability
@@ -89,10 +89,7 @@ def main(argv=None) -> None:
            "the labelled K on about 0.8 of the tables.", "", *lines, "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/k_calibration.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    df.to_csv(args.out + ".csv", index=False)
-    Path(args.out + ".md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    write_results(args.out, df, out)
 
 
 if __name__ == "__main__":

@@ -119,13 +119,17 @@ def fit_ranker(features: np.ndarray, ari: np.ndarray, epochs: int = 1500, lr: fl
     return ranker.eval()
 
 
-def chosen_ari(ranker: KRanker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
-    """The ARI of the candidate the ranker picks on each of T tables (records as :func:`fit_ranker`'s)."""
+def record_scores(ranker: KRanker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
+    """The ranker's scores (T, C) of T tables' candidates (records as :func:`fit_ranker`'s), -inf where not
+    admissible (a NaN ``ari``)."""
     with torch.no_grad():
         f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
-        admissible = torch.as_tensor(~np.isnan(ari))
-        pick = ranker(f, admissible).argmax(-1).numpy()
-    return ari[np.arange(len(ari)), pick]
+        return ranker(f, torch.as_tensor(~np.isnan(ari))).double().numpy()
+
+
+def chosen_ari(ranker: KRanker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
+    """The ARI of the candidate the ranker picks on each of T tables (records as :func:`fit_ranker`'s)."""
+    return ari[np.arange(len(ari)), record_scores(ranker, features, ari).argmax(-1)]
 
 
 def k_probabilities(scores: np.ndarray, temperature: float) -> np.ndarray:

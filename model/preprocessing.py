@@ -304,7 +304,7 @@ class TablePreprocessor:
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
-        return self._encode(as_frame(X), getattr(self, "_screened_columns", []))
+        return self._encode(as_frame(X), self._screened_columns)
 
     def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
         """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import chi2, kruskal
-from scipy.stats import yeojohnson
+from scipy.stats import chi2, kruskal, rankdata, yeojohnson
 
 __all__ = ["MIN_DISTINCT", "noise_columns", "dependent_columns", "multimodal", "associated_columns"]
 
@@ -42,21 +41,6 @@ MIN_MASS = 0.05
 JOINT_COMPONENTS = 8
 READMIT_ALPHA = 0.05
 _GRID = 512
-
-
-def _rank_scores(x: np.ndarray) -> np.ndarray:
-    """Standardised ranks (ties averaged) of one column."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), np.float64)
-    ranks[order] = np.arange(len(x), dtype=np.float64)
-    xs = x[order]
-    # average the ranks of tied values
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(xs)]
-    if len(starts) < len(xs):
-        mean_rank = (starts + ends - 1) / 2.0
-        ranks[order] = np.repeat(mean_rank, ends - starts)
-    return ranks
 
 
 def _standardise(block: np.ndarray) -> np.ndarray:
@@ -72,7 +56,7 @@ def _column_scores(z: np.ndarray, categorical: bool) -> np.ndarray:
         codes = z.astype(np.int64)
         levels = np.unique(codes)[1:]  # one level left out: the indicators of all levels sum to 1
         return _standardise((codes[:, None] == levels[None, :]).astype(np.float64))
-    r = _rank_scores(z)
+    r = rankdata(z)  # ties averaged
     r = (r - r.mean()) / max(r.std(), 1e-12)
     return _standardise(np.c_[r, r**2])
 
@@ -180,9 +164,7 @@ def associated_columns(values: np.ndarray, labels: np.ndarray, alpha: float = RE
     out = np.zeros(values.shape[1], bool)
     if len(groups) < 2:
         return out
-    for j in range(values.shape[1]):
-        r = _rank_scores(values[:, j])
-        r = (r - r.mean()) / max(r.std(), 1e-12)
-        p = min(kruskal(*[score[g] for g in groups]).pvalue for score in (r, r**2))
+    for j in range(values.shape[1]):  # the scores of the dependence test (rank-based, so Kruskal-Wallis' too)
+        p = min(kruskal(*[score[g] for g in groups]).pvalue for score in _column_scores(values[:, j], False).T)
         out[j] = bool(p < alpha / (2 * (values.shape[1] if bonferroni else 1)))
     return out

@@ -215,23 +215,28 @@ def paired_choice(ranker, features: np.ndarray, ari: np.ndarray) -> dict[str, fl
             "better": int((d > 1e-9).sum()), "worse": int((d < -1e-9).sum())}
 
 
-def ranker_scores(ranker, features: np.ndarray, ari: np.ndarray) -> np.ndarray:
-    """The ranker's scores (T, C) of records' candidates, -inf where not admissible (a NaN ``ari``)."""
-    import torch
-
-    with torch.no_grad():
-        f = torch.as_tensor(np.nan_to_num(features, nan=0.0), dtype=torch.float32)
-        return ranker(f, torch.as_tensor(~np.isnan(ari))).double().numpy()
-
-
 def calibration(ranker, features: np.ndarray, ari: np.ndarray, k_true: np.ndarray) -> dict[str, Any]:
     """The temperature fitted on records (:func:`model.k_ranker.fit_temperature`) and the reliability of the
     probabilities it gives on those records (:func:`model.k_ranker.reliability`)."""
-    from model.k_ranker import fit_temperature, k_probabilities, reliability
+    from model.k_ranker import fit_temperature, k_probabilities, record_scores, reliability
 
-    scores = ranker_scores(ranker, features, ari)
+    scores = record_scores(ranker, features, ari)
     temperature = fit_temperature(scores, k_true)
     return {"temperature": temperature, **reliability(k_probabilities(scores, temperature), k_true)}
+
+
+def _save_with_phase(out: str, net, metadata: dict, phase: dict, hardware: bool) -> None:
+    """Write ``net`` to ``out`` with ``metadata``'s lineage extended by ``phase`` (numbered here; its tasks added
+    to the total); ``hardware``: the phase's device becomes the file's hardware."""
+    from model.checkpoint import save_checkpoint
+    from model.lineage import inherited_lineage
+
+    lineage, inherited_tasks = inherited_lineage(metadata)
+    phase = {"phase": len(lineage) + 1, **phase}
+    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
+                "step": 0, "tasks_seen": phase["tasks"], **({"hardware": phase["device"]} if hardware else {}),
+                "lineage": [*lineage, phase], "total_tasks_seen": inherited_tasks + phase["tasks"]}
+    save_checkpoint(out, net, new_meta)
 
 
 def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ranker-records", tables: int = 6000,
@@ -239,8 +244,7 @@ def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ran
     """Stage 3 alone: ``checkpoint``'s ranker gets the temperature fitted on the last ``val_tables`` of its
     ``tables`` records (the tables its fit held out, computed again only where not on disk); written to ``out``
     with the same weights, its lineage extended by a phase of no tasks."""
-    from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
-    from model.lineage import inherited_lineage
+    from model.checkpoint import load_checkpoint, weights_sha256
     from model.network import TabClustNet
 
     start = time.perf_counter()
@@ -255,23 +259,19 @@ def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ran
                          rec["k_true"][held])
     out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=result["temperature"]))
     out_net.load_state_dict(net.state_dict())
-    lineage, inherited_tasks = inherited_lineage(metadata)
-    phase = {"phase": len(lineage) + 1, "run": Path(out).stem, "steps": 0, "tasks": 0,
+    phase = {"run": Path(out).stem, "steps": 0, "tasks": 0,
              "wall_s": round(time.perf_counter() - start, 1), "device": f"{platform.machine()} CPU",
              "what": f"K ranker's temperature fitted to the labelled K of the {val_tables} tables its fit held out "
                      f"(records {tables - val_tables}..{tables - 1}; pipeline.k_ranker_fit.calibrate_k_ranker)",
              "k_ranker_calibration": result}
-    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
-                "step": 0, "tasks_seen": 0, "lineage": [*lineage, phase], "total_tasks_seen": inherited_tasks}
-    save_checkpoint(out, out_net, new_meta)
+    _save_with_phase(out, out_net, metadata, phase, hardware=False)
     return {"checkpoint": checkpoint, "out": out, **result}
 
 
 def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     """The three stages (module docstring) -> a summary; the checkpoint is written to ``cfg.out``."""
-    from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
+    from model.checkpoint import load_checkpoint, weights_sha256
     from model.k_ranker import fit_ranker
-    from model.lineage import inherited_lineage
     from model.network import TabClustNet
 
     start = time.perf_counter()
@@ -289,9 +289,8 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
                                               k_ranker_candidates=cfg.candidates,
                                               k_ranker_temperature=calibrated["temperature"]))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
-    lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
-    phase = {"phase": len(lineage) + 1, "run": Path(cfg.out).stem, "seed": cfg.seed, "steps": 0,
+    phase = {"run": Path(cfg.out).stem, "seed": cfg.seed, "steps": 0,
              "tasks": cfg.tables, "wall_s": round(wall, 1),
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
@@ -300,9 +299,6 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict()),
                           "calibration": calibrated}}
-    new_meta = {**{k: v for k, v in metadata.items() if k not in ("lineage", "total_tasks_seen", "mlflow_run_id")},
-                "step": 0, "tasks_seen": cfg.tables, "hardware": phase["device"], "lineage": [*lineage, phase],
-                "total_tasks_seen": inherited_tasks + cfg.tables}
-    save_checkpoint(cfg.out, out_net, new_meta)
+    _save_with_phase(cfg.out, out_net, metadata, phase, hardware=True)
     return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
             "calibration": calibrated, "wall_s": round(wall, 1)}
