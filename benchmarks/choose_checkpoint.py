@@ -44,9 +44,12 @@ SETS = ("prior", "noisy", "one-informative", "dev")
 GAIN_SE, LOSS_SE = 2.0, 1.0  # the protocol: gain beyond two standard errors somewhere, loss beyond one nowhere
 
 
-def tables(which: str, n_tasks: int):
-    """(name, frame, labels) of one development set, the same for every checkpoint."""
+def tables(which: str, n_tasks: int, offset: int = 0):
+    """(name, frame, labels) of one development set, the same for every checkpoint; ``offset``: a synthetic set's
+    tables from that validation seed on (a fresh draw of the same set; the dev suite has none)."""
     if which == "dev":
+        if offset:
+            raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
         return
@@ -54,7 +57,8 @@ def tables(which: str, n_tasks: int):
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
     stream = StreamConfig()
     prior = prior_variant(dataclasses.replace(stream.prior, n_rows=(500, 1000)), which)
-    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks)):
+    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
+                             start=offset):
         yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 

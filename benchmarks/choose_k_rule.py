@@ -96,9 +96,9 @@ def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
 
 
 def rows_per_set(work, checkpoint: str, sets: list[str], sizes: dict[str, int], tasks: int | None,
-                 workers: int) -> list[dict]:
-    """``work((checkpoint, set, n, start, stop))`` -> rows of tables start..stop-1, for each set's first n tables
-    (``sizes``, at most ``tasks``), split over ``workers`` processes (1: in this one)."""
+                 workers: int, extra: tuple = ()) -> list[dict]:
+    """``work((checkpoint, set, n, start, stop, *extra))`` -> rows of tables start..stop-1, for each set's first n
+    tables (``sizes``, at most ``tasks``), split over ``workers`` processes (1: in this one)."""
     from concurrent.futures import ProcessPoolExecutor
 
     rows = []
@@ -107,7 +107,7 @@ def rows_per_set(work, checkpoint: str, sets: list[str], sizes: dict[str, int], 
         for which in sets:
             n = min(sizes[which], tasks or sizes[which])
             step = -(-n // workers)
-            jobs = [(checkpoint, which, n, s, min(s + step, n)) for s in range(0, n, step)]
+            jobs = [(checkpoint, which, n, s, min(s + step, n), *extra) for s in range(0, n, step)]
             for part in (pool.map(work, jobs) if pool else map(work, jobs)):
                 rows.extend(part)
             print(f"{which}: {n} tables", flush=True)

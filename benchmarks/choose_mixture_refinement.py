@@ -57,9 +57,10 @@ MIXTURES = {
 VARIANTS = ("kmeans", *MIXTURES)
 
 
-def low_d_tables(n_tasks: int):
+def low_d_tables(n_tasks: int, offset: int = 0):
     """(name, frame, labels) of ``n_tasks`` held-out tasks of the paper's prior with 2 or 3 columns (validation
-    seeds, N 500-1000): the low-dimensional tables that a mixture's estimated proportions can mislead."""
+    seeds from the ``offset``-th, N 500-1000): the low-dimensional tables that a mixture's estimated proportions
+    can mislead."""
     import dataclasses
 
     from pipeline.config import StreamConfig
@@ -68,7 +69,8 @@ def low_d_tables(n_tasks: int):
 
     stream = StreamConfig()
     prior = dataclasses.replace(stream.prior, n_rows=(500, 1000), n_features=(2, 3))
-    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks)):
+    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
+                             start=offset):
         yield f"low-d_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import chi2, kruskal, rankdata, yeojohnson
 
-__all__ = ["MIN_DISTINCT", "noise_columns", "dependent_columns", "multimodal", "associated_columns"]
+__all__ = ["MIN_DISTINCT", "TRIGGERS", "noise_columns", "dependent_columns", "multimodal", "associated_columns"]
 
 MIN_DISTINCT = 20
 ALPHA = 0.01
@@ -40,6 +40,8 @@ VALLEY = 0.7
 MIN_MASS = 0.05
 JOINT_COMPONENTS = 8
 READMIT_ALPHA = 0.05
+#: what makes a table one to screen (:func:`noise_columns`)
+TRIGGERS = ("evidence", "modes")
 _GRID = 512
 
 
@@ -134,17 +136,25 @@ def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:
 
 
 def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, valley: float = VALLEY,
-                  min_mass: float = MIN_MASS, joint: bool = True) -> np.ndarray:
+                  min_mass: float = MIN_MASS, joint: bool = True, trigger: str = "evidence") -> np.ndarray:
     """(D,) bool: the continuous columns that show no cluster structure, alone or with another column, in a table
-    where some column does (none otherwise). ``Z``: the preprocessed table (z-scores and categorical codes)."""
+    where some column does (none otherwise). ``Z``: the preprocessed table (z-scores and categorical codes).
+
+    ``trigger``: what "some column does" means. ``"evidence"``: some column depends on another or has a second
+    mode. ``"modes"``: some continuous column has a second mode, a structure that lives in few columns; where the
+    clusters differ a little in every column instead, every column depends on the others and none is dropped."""
+    if trigger not in TRIGGERS:
+        raise ValueError(f"unknown trigger {trigger!r}: use one of {TRIGGERS}")
     Z = np.asarray(Z, np.float64)
     cat_mask = np.asarray(cat_mask, bool)
     d = Z.shape[1]
     continuous = np.array([not cat_mask[j] and len(np.unique(Z[:, j])) >= MIN_DISTINCT for j in range(d)])
     evidence = dependent_columns(Z, cat_mask, alpha, joint)
-    for j in np.flatnonzero(continuous & ~evidence):
-        evidence[j] = multimodal(Z[:, j], valley, min_mass)
-    if not evidence.any():
+    modes = np.zeros(d, bool)  # the default trigger needs no mode test where a dependence already shows
+    for j in np.flatnonzero(continuous if trigger == "modes" else continuous & ~evidence):
+        modes[j] = multimodal(Z[:, j], valley, min_mass)
+    evidence |= modes
+    if not (evidence.any() if trigger == "evidence" else modes.any()):
         return np.zeros(d, bool)
     return continuous & ~evidence
 

@@ -26,9 +26,11 @@ from priors import PriorDataset, sample_dataset
 logger = logging.getLogger(__name__)
 
 
-def make_validation_tasks(stream: StreamConfig, n_tasks: int) -> list[PriorDataset]:
-    """The ``n_tasks`` held-out tasks of a run's prior (same seeds for every run with this prior)."""
-    return [sample_dataset(seed, kind=stream.kind, config=stream.prior) for seed in validation_seeds(n_tasks)]
+def make_validation_tasks(stream: StreamConfig, n_tasks: int, offset: int = 0) -> list[PriorDataset]:
+    """The ``n_tasks`` held-out tasks of a run's prior (same seeds for every run with this prior), from the
+    ``offset``-th on: a later slice is a fresh draw that no choice made on the first tasks has seen."""
+    seeds = validation_seeds(offset + n_tasks)[offset:]
+    return [sample_dataset(seed, kind=stream.kind, config=stream.prior) for seed in seeds]
 
 
 def task_scores(probs: np.ndarray, k_logits: np.ndarray, y: np.ndarray, n_clusters: int,

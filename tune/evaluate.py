@@ -30,10 +30,11 @@ from priors import PriorDataset
 logger = logging.getLogger(__name__)
 
 
-def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int, kind: str = "mix") -> list[PriorDataset]:
+def fixed_synthetic_tasks(stream: StreamConfig, n_tasks: int, kind: str = "mix", offset: int = 0
+                          ) -> list[PriorDataset]:
     """The sweep's held-out tasks: the validation seeds under ``stream``'s prior, drawn with ``kind`` (default both
-    mechanisms) whatever ``stream.kind`` is."""
-    return make_validation_tasks(dataclasses.replace(stream, kind=kind), n_tasks)
+    mechanisms) whatever ``stream.kind`` is; ``offset``: from that validation seed on."""
+    return make_validation_tasks(dataclasses.replace(stream, kind=kind), n_tasks, offset)
 
 
 @torch.no_grad()

@@ -269,6 +269,27 @@ def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_pat
     assert "Command: `python benchmarks/choose_screening.py --set prior one-informative" in report
 
 
+def test_choose_screening_modes_takes_screens_answer_only_where_a_column_has_two_modes_on_a_fresh_draw(tmp_path):
+    from benchmarks.choose_checkpoint import tables
+    from benchmarks.choose_screening import main
+
+    out = tmp_path / "fresh"
+    main(["--set", "one-informative", "--tasks", "3", "--workers", "1", "--offset", "1000",
+          "--variants", "screen-modes", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["table"]) == ["one-informative_1000", "one-informative_1001", "one-informative_1002"]
+    assert "screen-no-readmit" not in df  # only the variants asked for (keep and screen always)
+    source = np.where(df["modes"], df["screen"], df["keep"])
+    assert (df["screen-modes"] == source).all()
+    first = [y for _, _, y in tables("one-informative", 3)]  # the first draw: other tables
+    fresh = [y for _, _, y in tables("one-informative", 3, offset=1000)]
+    assert any(len(a) != len(b) or (a != b).any() for a, b in zip(first, fresh))
+    later = [y for _, _, y in tables("one-informative", 2, offset=1001)]  # the same seeds, the same tables
+    assert all(np.array_equal(a, b) for a, b in zip(fresh[1:], later))
+    with pytest.raises(SystemExit):
+        main(["--set", "dev", "--offset", "5", "--out", str(tmp_path / "x")])
+
+
 def test_paired_results_compares_one_method_table_by_table(tmp_path):
     from benchmarks.paired_results import main
 

@@ -46,6 +46,29 @@ def test_clusters_without_linear_correlation_make_their_columns_dependent():
     assert noise_columns(X, np.zeros(3, bool)).tolist() == [False, False, True]
 
 
+@pytest.mark.parametrize("n_noise", [1, 3, 7])
+def test_the_modes_trigger_screens_a_table_whose_structure_has_a_second_mode(n_noise):
+    X = _z(_groups_in_first_column(n_noise, seed=n_noise + 10))
+    flagged = noise_columns(X, np.zeros(X.shape[1], bool), trigger="modes")
+    assert flagged.tolist() == [False] + [True] * n_noise
+
+
+def test_the_modes_trigger_keeps_every_column_where_clusters_differ_a_little_in_every_column():
+    """Two clusters 1 SD apart in each of 8 columns: no column has a second mode, but they depend on each other.
+    The default trigger singles out the 2 pure-noise columns beside them; the modes trigger screens nothing."""
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 2, 800)
+    X = _z(np.c_[y[:, None] + rng.normal(size=(800, 8)), rng.normal(size=(800, 2))])
+    assert not any(multimodal(X[:, j]) for j in range(10))
+    assert noise_columns(X, np.zeros(10, bool)).tolist() == [False] * 8 + [True] * 2
+    assert not noise_columns(X, np.zeros(10, bool), trigger="modes").any()
+
+
+def test_an_unknown_trigger_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="evidence.*modes"):
+        noise_columns(np.zeros((30, 2)), np.zeros(2, bool), trigger="always")
+
+
 def test_independent_columns_are_rarely_called_dependent():
     """Under independence each column is called dependent at most at the test's level (0.01), over many tables."""
     rng = np.random.default_rng(3)
