@@ -4,12 +4,13 @@
         --out docs/results/choice-checkpoint
 
 Every candidate and the baseline (``--baseline``, default the shipped weights) cluster the same tables through
-``TabClustPFN`` with its defaults (4 column orderings, k-means refinement, K by expected ARI; K inferred), on the
+``TabClustPFN`` with its defaults (K inferred; each checkpoint's own K ranker where it carries one), on the
 development sets only: ``prior`` (held-out tasks of the paper's prior, validation seeds, N 500-1000), ``noisy``
 (the same prior with pure-noise columns in half the tasks and contaminated rows in 30 %; ``priors/nuisance.py``),
 ``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
-one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights) and ``dev``
-(the 23 tables of ``../shared/benchmarks/dev``). The test suites are not touched.
+one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights), ``low-d`` (the
+same prior with 2 or 3 columns; added 2026-11-29) and ``dev`` (the 23 tables of ``../shared/benchmarks/dev``). The
+test suites are not touched.
 
 The rule (docs/DESIGN.md, "Decision protocol"): per set, each candidate against the baseline table by table as a
 paired mean ARI difference +- its standard error; a candidate qualifies when it gains beyond two standard errors on
@@ -40,13 +41,15 @@ from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, mac
 from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
-SETS = ("prior", "noisy", "one-informative", "dev")
+SETS = ("prior", "noisy", "one-informative", "low-d", "dev")
 GAIN_SE, LOSS_SE = 2.0, 1.0  # the protocol: gain beyond two standard errors somewhere, loss beyond one nowhere
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
     """(name, frame, labels) of one development set, the same for every checkpoint; ``offset``: a synthetic set's
-    tables from that validation seed on (a fresh draw of the same set; the dev suite has none)."""
+    tables from that validation seed on (a fresh draw of the same set; the dev suite has none). ``low-d``: the
+    paper's prior with 2 or 3 columns, the low-dimensional tables that a mixture's estimated proportions can
+    mislead."""
     if which == "dev":
         if offset:
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
@@ -56,7 +59,8 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     if which not in SETS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
     stream = StreamConfig()
-    prior = prior_variant(dataclasses.replace(stream.prior, n_rows=(500, 1000)), which)
+    base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
+    prior = dataclasses.replace(base, n_features=(2, 3)) if which == "low-d" else prior_variant(base, which)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
         yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
@@ -152,6 +156,7 @@ def main(argv=None) -> str | None:
     ap.add_argument("--prior-tasks", type=int, default=400)
     ap.add_argument("--noisy-tasks", type=int, default=200)
     ap.add_argument("--one-informative-tasks", type=int, default=200)
+    ap.add_argument("--low-d-tasks", type=int, default=200)
     ap.add_argument("--out", default="docs/results/choice-checkpoint")
     args = ap.parse_args(argv)
     for path in [args.baseline, *args.candidates]:
@@ -162,7 +167,8 @@ def main(argv=None) -> str | None:
     unranked = ranker_notes(args.baseline, args.candidates)
     for note in unranked:
         print(f"warning: {note}", file=sys.stderr)
-    n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks}
+    n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks,
+               "low-d": args.low_d_tasks}
     df = score([args.baseline, *args.candidates], args.sets, n_tasks)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     df.to_csv(args.out + ".csv", index=False)

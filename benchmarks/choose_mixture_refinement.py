@@ -57,23 +57,6 @@ MIXTURES = {
 VARIANTS = ("kmeans", *MIXTURES)
 
 
-def low_d_tables(n_tasks: int, offset: int = 0):
-    """(name, frame, labels) of ``n_tasks`` held-out tasks of the paper's prior with 2 or 3 columns (validation
-    seeds from the ``offset``-th, N 500-1000): the low-dimensional tables that a mixture's estimated proportions
-    can mislead."""
-    import dataclasses
-
-    from pipeline.config import StreamConfig
-    from pipeline.evaluation.suites import prior_frame
-    from tune.evaluate import fixed_synthetic_tasks
-
-    stream = StreamConfig()
-    prior = dataclasses.replace(stream.prior, n_rows=(500, 1000), n_features=(2, 3))
-    for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
-                             start=offset):
-        yield f"low-d_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
-
-
 def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
     from model.refinement import diagonal_em
 
@@ -98,7 +81,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
     if net.k_ranker is None:
         raise SystemExit(f"error: {checkpoint} carries no K ranker: the variants refine the ranker's choice")
     rows = []
-    for i, (name, frame, y) in enumerate(low_d_tables(n) if which == "low-d" else tables(which, n)):
+    for i, (name, frame, y) in enumerate(tables(which, n)):
         if not start <= i < stop:
             continue
         with torch.no_grad():

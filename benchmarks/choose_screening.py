@@ -55,13 +55,6 @@ BASELINE = "keep"
 VARIANTS = ("keep", "screen", "screen-no-readmit", "screen-readmit-strict", "screen-pairwise", "screen-modes")
 
 
-def _set_tables(which: str, n: int, offset: int = 0):
-    from benchmarks.choose_checkpoint import tables
-    from benchmarks.choose_mixture_refinement import low_d_tables
-
-    return low_d_tables(n, offset) if which == "low-d" else tables(which, n, offset)
-
-
 def _fit_columns(checkpoint: str, frame, pre, noise: np.ndarray) -> np.ndarray:
     """Labels of the estimator (every column it is given kept) on ``frame`` without the columns ``noise`` flags
     among ``pre``'s fitted ones."""
@@ -78,13 +71,14 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
     import torch
     from sklearn.metrics import adjusted_rand_score
 
+    from benchmarks.choose_checkpoint import tables
     from model.estimator import TabClustPFN
     from model.preprocessing import TablePreprocessor
     from model.screening import associated_columns, noise_columns
 
     torch.set_num_threads(1)
     rows, answers = [], {}
-    for i, (name, frame, y) in enumerate(_set_tables(which, n, offset)):
+    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
         if not start <= i < stop:
             continue
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "columns": frame.shape[1]}

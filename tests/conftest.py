@@ -81,7 +81,7 @@ def mlflow_server(tmp_path_factory):
             try:
                 if requests.get(f"{url}/health", timeout=5).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or too busy starting
                 time.sleep(0.5)
         yield url
     finally:
