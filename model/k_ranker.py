@@ -164,6 +164,16 @@ def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
     return float(np.exp(minimize_scalar(nll, bounds=(-6.0, 8.0), method="bounded").x))
 
 
+def top_choice_ece(confidence: np.ndarray, right: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error of T top choices: ``confidence`` (T,) the probability each gave its choice,
+    ``right`` (T,) whether it was right; ``bins`` equal-width bins of the confidence, each weighted by its share."""
+    confidence = np.asarray(confidence, np.float64)
+    right = np.asarray(right, bool)
+    which = np.minimum((confidence * bins).astype(int), bins - 1)
+    return float(sum(abs(right[which == b].mean() - confidence[which == b].mean()) * (which == b).mean()
+                     for b in range(bins) if (which == b).any()))
+
+
 def reliability(probs: np.ndarray, k_true: np.ndarray, level: float = 0.8, bins: int = 10) -> dict[str, float]:
     """How far probabilities over K = 2..C+1 (T, C) can be trusted on T tables with labelled ``k_true``: how often
     the most probable K is the labelled one against its mean probability, the expected calibration error of that
@@ -174,9 +184,7 @@ def reliability(probs: np.ndarray, k_true: np.ndarray, level: float = 0.8, bins:
     top = probs.argmax(1)
     conf = probs[np.arange(len(probs)), top]
     right = top == idx
-    which = np.minimum((conf * bins).astype(int), bins - 1)
-    ece = sum(abs(right[which == b].mean() - conf[which == b].mean()) * (which == b).mean()
-              for b in range(bins) if (which == b).any())
+    ece = top_choice_ece(conf, right, bins)
     order = np.argsort(-probs, 1, kind="stable")
     size = (np.cumsum(np.take_along_axis(probs, order, 1), 1) < level - 1e-12).sum(1) + 1
     covered = np.array([i in order[t, : size[t]] for t, i in enumerate(idx)])

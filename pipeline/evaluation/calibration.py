@@ -1,8 +1,10 @@
-"""Calibration of the CIN posterior p(K | X) (paper App. C.6): coverage of the smallest high-mass set of K.
+"""Calibration of the probabilities over K: coverage of the smallest high-mass set of K.
 
-For a nominal level alpha, the prediction set holds the most probable K values, in decreasing order of
-posterior mass, until their mass reaches alpha; the empirical coverage is the share of held-out GMM datasets
-whose true K lies in that set.
+CIN's posterior p(K | X) (paper App. C.6): for a nominal level alpha, the prediction set holds the most probable K
+values, in decreasing order of posterior mass, until their mass reaches alpha; the empirical coverage is the share
+of held-out GMM datasets whose true K lies in that set. The calibrated K ranker's probabilities
+(``TabClustPFN.k_probabilities_``) are scored on every suite's datasets as TabClustPFN clusters them
+(:func:`k_probability_scores`, :func:`k_probability_table`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,45 @@ def coverage_table(posteriors: Sequence[Mapping[int, float]], k_true: Sequence[i
                      "mean_set_size": float(np.mean([len(s) for s in sets])) if sets else float("nan"),
                      "n_datasets": len(sets)})
     return pd.DataFrame(rows)
+
+
+#: the level of the K set the evaluation reports for ``k_probabilities_``
+K_SET_LEVEL = 0.8
+#: columns of one run's :func:`k_probability_scores` in the results
+K_PROBABILITY_COLUMNS = ("k_top_probability", "k_true_probability", "k_set_holds", "k_set_size")
+
+
+def k_probability_scores(probabilities: Mapping[int, float] | None, k_true: int) -> dict[str, float]:
+    """One dataset's probabilities over K (``TabClustPFN.k_probabilities_``; None: none given) against its labelled
+    K: the probability of the most probable K, that of the labelled K, whether the smallest set of K holding
+    :data:`K_SET_LEVEL` of the probability contains it (1.0 / 0.0), and that set's size; NaN without
+    probabilities."""
+    if not probabilities:
+        return dict.fromkeys(K_PROBABILITY_COLUMNS, float("nan"))
+    chosen = prediction_set(probabilities, K_SET_LEVEL)
+    return {"k_top_probability": float(max(probabilities.values())),
+            "k_true_probability": float(probabilities.get(int(k_true), 0.0)),
+            "k_set_holds": float(int(k_true) in chosen), "k_set_size": float(len(chosen))}
+
+
+def k_probability_table(results: pd.DataFrame, method: str) -> pd.DataFrame | None:
+    """How far ``method``'s probabilities over K can be trusted on one suite's results (rows with
+    :func:`k_probability_scores`'s columns): how often its most probable K (the K it chose) is the labelled one,
+    against the mean probability it gives that K, the expected calibration error of that top choice, and how often
+    its 80 % set holds the labelled K, with the set's mean size. None where it gave no probabilities."""
+    from model.k_ranker import top_choice_ece
+
+    if "k_top_probability" not in results:
+        return None
+    rows = results[(results["method"] == method) & results["k_top_probability"].notna()]
+    if rows.empty:
+        return None
+    right = (rows["k_pred"] == rows["k_true"]).to_numpy()
+    conf = rows["k_top_probability"].to_numpy(float)
+    return pd.DataFrame([{"datasets": len(rows), "top K right": float(right.mean()),
+                          "its mean probability": float(conf.mean()), "ECE": top_choice_ece(conf, right),
+                          "80 % set holds K": float(rows["k_set_holds"].mean()),
+                          "80 % set size": float(rows["k_set_size"].mean())}])
 
 
 def calibration_seeds(n: int) -> list[int]:

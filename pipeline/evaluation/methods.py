@@ -153,7 +153,8 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
     Returns
     -------
     dict
-        ``labels`` (N,), ``k_pred`` (int), ``seconds`` (float).
+        ``labels`` (N,), ``k_pred`` (int), ``seconds`` (float); TabClustPFN's also ``k_probabilities`` (its
+        ``k_probabilities_``: a dict over K, or None).
     """
     if spec.family == "TabClustPFN":
         from pipeline.batch_cluster import load_estimator
@@ -163,8 +164,9 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
                              screen_noise=screen_noise)
         start = time.perf_counter()
         est.fit(dataset.features)
-        return {"labels": np.asarray(est.labels_), "k_pred": int(est.n_clusters_),
-                "seconds": time.perf_counter() - start}
+        seconds = time.perf_counter() - start
+        return {"labels": np.asarray(est.labels_), "k_pred": int(est.n_clusters_), "seconds": seconds,
+                "k_probabilities": est.k_probabilities_}
     X = dataset.baseline_matrix()
     start = time.perf_counter()
     if spec.k_mode == "silhouette":

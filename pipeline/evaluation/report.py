@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.evaluation import metrics, stats
+from pipeline.evaluation.calibration import k_probability_table
 from pipeline.evaluation.methods import REFERENCE_AUTO, REFERENCE_TRUE
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class SuiteAnalysis:
     win_rate: pd.DataFrame | None = None
     median_seconds: pd.Series | None = None
     median_rank_all: pd.Series | None = None
+    k_probabilities: pd.DataFrame | None = None
 
 
 def _order(methods: list[str], order: list[str]) -> list[str]:
@@ -173,6 +175,7 @@ def analyse_suite(results: pd.DataFrame, suite: str, order: list[str]) -> SuiteA
     out.win_rate = metrics.win_rate_matrix(wide_all)
     out.median_seconds = results.groupby("method")["seconds"].median().reindex(all_cols)
     out.median_rank_all = metrics.rank_rows(wide_all).median(axis=0)
+    out.k_probabilities = k_probability_table(results, REFERENCE_AUTO)
     return out
 
 
@@ -227,6 +230,12 @@ def render_markdown(analyses: list[SuiteAnalysis], header: list[str], calibratio
         for setting, sig in a.significance.items():
             lines += [f"### Significance, {SETTING_TITLES[setting]} (reference {REFERENCES[setting]})", "",
                       *_significance_md(sig)]
+        if a.k_probabilities is not None:
+            lines += [f"### Probabilities over K ({REFERENCE_AUTO}'s `k_probabilities_`)", "",
+                      "How often the most probable K (the K chosen) is the labelled one, against the mean probability "
+                      "given to it; the expected calibration error of that choice (10 bins); how often the smallest "
+                      "set of K holding 80 % of the probability contains the labelled K, and its mean size.", "",
+                      markdown_table(a.k_probabilities), ""]
     if calibration is not None:
         lines += ["## Calibration of the CIN posterior p(K | X)", "",
                   "Coverage of the smallest set of K with posterior mass >= alpha on held-out GMM datasets.", "",

@@ -115,7 +115,8 @@ def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str
                              n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
                              screen_noise=screen_noise)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
-                "seconds": out["seconds"], "error": ""}
+                "seconds": out["seconds"], "error": "",
+                **calib.k_probability_scores(out.get("k_probabilities"), dataset.n_clusters)}
     except Exception as exc:  # a failed method is a result, not a crash
         return {"status": "failed", "ari": np.nan, "nmi": np.nan, "k_pred": np.nan,
                 "seconds": time.perf_counter() - start, "error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -91,3 +91,17 @@ def test_provenance_names_the_checkpoint_weights_and_file_the_machine_and_the_da
                            f"{date}\n")
     default = report.render_markdown([a], ["header line"], None, pd.DataFrame())
     assert "\nMachine: " in default and "\nDate: " in default and "Checkpoint sha256" not in default
+
+
+def test_the_report_says_how_far_the_probabilities_over_k_can_be_trusted_where_they_were_given():
+    results = _results()
+    auto = results["method"] == "TabClustPFN"
+    results.loc[auto, ["k_top_probability", "k_set_holds", "k_set_size"]] = [0.6, 1.0, 2.0]
+    a = report.analyse_suite(results, "real", list(MODES))
+    assert a.k_probabilities.iloc[0]["datasets"] == 3 and a.k_probabilities.iloc[0]["top K right"] == 0.0
+    text = report.render_markdown([a], ["header line"], None, pd.DataFrame())
+    assert "### Probabilities over K (TabClustPFN's `k_probabilities_`)" in text
+    assert "| 3 | 0 | 0.6 | 0.6 | 1 | 2 |" in text
+    plain = report.render_markdown([report.analyse_suite(_results(), "real", list(MODES))], ["h"], None,
+                                   pd.DataFrame())
+    assert "Probabilities over K" not in plain

@@ -87,6 +87,23 @@ def test_tabclustpfn_runs_with_the_chosen_k_selection_rule(tiny_checkpoint, rule
     assert res["status"] == "ok" and res["k_pred"] == direct.n_clusters_
 
 
+def test_the_shipped_models_probabilities_over_k_are_scored_against_the_labelled_k():
+    """The shipped checkpoint's calibrated ranker gives k_probabilities_; each run records what the report needs."""
+    from model.estimator import TabClustPFN, default_checkpoint_path
+
+    rng = np.random.default_rng(4)
+    y = np.arange(300) % 3
+    table = pd.DataFrame(np.eye(3)[y] * 8.0 + rng.normal(size=(300, 3)), columns=list("abc"))
+    ds = EvalDataset("blobs", "data", "data", table, y, 3)
+    spec = next(m for m in METHODS if m.name == "TabClustPFN")
+    res = evaluate_pair(spec, ds, None, 0)
+    probs = TabClustPFN(checkpoint=default_checkpoint_path(), random_state=0).fit(table).k_probabilities_
+    assert res["status"] == "ok" and res["k_top_probability"] == max(probs.values())
+    assert res["k_true_probability"] == probs[3] and res["k_set_holds"] in (0.0, 1.0) and res["k_set_size"] >= 1
+    baseline = evaluate_pair(next(m for m in METHODS if m.name == "KMeans+"), ds, None, 0)
+    assert np.isnan(baseline["k_top_probability"])
+
+
 def test_tabclustpfn_may_answer_one_cluster_when_the_evaluation_allows_it(tiny_checkpoint):
     cloud = pd.DataFrame(np.random.default_rng(2).standard_t(3, size=(400, 3)), columns=list("abc"))
     ds = EvalDataset("cloud", "data", "data", cloud, np.arange(400) % 2, 2)
