@@ -27,18 +27,48 @@ import pandas as pd
 SETS = ("prior", "noisy", "one-informative", "dev")
 
 
-def distributions(net, rec: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Records of one set -> ``ranker`` (the calibrated ranker's probabilities) and ``cin`` (CIN's posterior over
-    the admissible K), each (T, C)."""
+def distinct_fractions(net, which: str, names: np.ndarray) -> np.ndarray:
+    """Each recorded table's :func:`model.k_ranker.distinct_fraction`, preprocessed as the records were."""
+    from benchmarks.choose_checkpoint import tables
+    from model.k_ranker import distinct_fraction
+    from model.preprocessing import TablePreprocessor
+
+    values = {name: distinct_fraction(*TablePreprocessor(max_features=net.cfg.max_features,
+                                                         max_categories=net.cfg.max_categories).fit_transform(frame))
+              for name, frame, _ in tables(which, len(names))}
+    return np.array([values[str(n)] for n in names])
+
+
+def distributions(net, rec: dict[str, np.ndarray], distinct: np.ndarray) -> dict[str, np.ndarray]:
+    """Records of one set and each table's fraction of distinct values -> ``ranker`` (the calibrated ranker's
+    probabilities, each table at its own temperature) and ``cin`` (CIN's posterior over the admissible K), each
+    (T, C)."""
     from model.k_features import FEATURES, features_key
-    from model.k_ranker import k_probabilities, record_scores
+    from model.k_ranker import k_probabilities, record_scores, table_temperature
 
     features = rec[features_key(net.cfg.k_ranker_candidates)]
     scores = record_scores(net.k_ranker, features, rec["ari"])
     log_post = rec["features"][..., FEATURES.index("log_post")]
     cin = np.where(np.isnan(log_post), 0.0, np.exp(np.nan_to_num(log_post, nan=-np.inf)))
-    return {"ranker": k_probabilities(scores, net.cfg.k_ranker_temperature),
-            "cin": cin / cin.sum(1, keepdims=True)}
+    ranker = np.stack([k_probabilities(s, table_temperature(net.cfg.k_ranker_temperature,
+                                                            net.cfg.k_ranker_temperature_slope, d))
+                       for s, d in zip(scores, distinct)])
+    return {"ranker": ranker, "cin": cin / cin.sum(1, keepdims=True)}
+
+
+def left_out(net, rec: dict[str, np.ndarray], distinct: np.ndarray) -> np.ndarray:
+    """The ranker's probabilities on each table at the slope fitted on the other tables (the checkpoint's
+    temperature), as a table the slope was not fitted on would get them (T, C)."""
+    from model.k_features import features_key
+    from model.k_ranker import fit_temperature_slope, k_probabilities, record_scores, table_temperature
+
+    scores = record_scores(net.k_ranker, rec[features_key(net.cfg.k_ranker_candidates)], rec["ari"])
+    t0, out = net.cfg.k_ranker_temperature, []
+    for i in range(len(scores)):
+        rest = np.arange(len(scores)) != i
+        slope = fit_temperature_slope(scores[rest], rec["k_true"][rest], distinct[rest], t0)
+        out.append(k_probabilities(scores[i], table_temperature(t0, slope, distinct[i])))
+    return np.stack(out)
 
 
 def main(argv=None) -> None:
@@ -67,8 +97,12 @@ def main(argv=None) -> None:
         if str(rec["weights_sha256"]) != sha:
             raise SystemExit(f"error: {path} holds records of another network ({str(rec['weights_sha256'])[:12]}), "
                              f"not {sha[:12]}: rerun benchmarks/k_rule_records.py --checkpoint {args.checkpoint}")
-        for name, probs in distributions(net, rec).items():
+        distinct = distinct_fractions(net, which, rec["names"])
+        for name, probs in distributions(net, rec, distinct).items():
             rows.append({"set": which, "distribution": name, **reliability(probs, rec["k_true"])})
+        if which == "dev" and net.cfg.k_ranker_temperature_slope > 0:  # the slope was fitted on these tables
+            rows.append({"set": which, "distribution": "ranker, slope left out",
+                         **reliability(left_out(net, rec, distinct), rec["k_true"])})
     df = pd.DataFrame(rows)
     fitted = next((p.get("k_ranker_calibration") for p in reversed(meta.get("lineage", []))
                    if "k_ranker_calibration" in p), None)
@@ -84,6 +118,10 @@ def main(argv=None) -> None:
            + (f", fitted on {fitted['tables']} held-out prior tables of the ranker's fit (there: top K right "
               f"{fitted['top_right']:.3f} at a mean probability of {fitted['top_probability']:.3f}, ECE "
               f"{fitted['ece']:.3f})" if fitted else "")
+           + (f", times exp({net.cfg.k_ranker_temperature_slope:.2f} x (1 - the table's fraction of distinct "
+              "values)) (`k_ranker_temperature_slope`, fitted on the dev tables, so the dev row is in-sample; "
+              "`ranker, slope left out`: each dev table at the slope fitted on the other 22)"
+              if net.cfg.k_ranker_temperature_slope > 0 else "")
            + "; `cin`: CIN's posterior (`k_posterior_`) over the same admissible K. A well calibrated distribution "
            "has its top K right as often as its mean probability says, an ECE near 0, and its 80 % set holding "
            "the labelled K on about 0.8 of the tables.", "", *lines, "",

@@ -47,6 +47,9 @@ class ModelConfig:
     describe (the Lloyd-refined candidates, or their diagonal mixtures). ``k_ranker_temperature``: the
     temperature that turns the ranker's scores into the probability that each K is the labelled one (a softmax of
     score / temperature), fitted on held-out ranker tables (``jobs/calibrate_k_ranker.py``); 0: not calibrated.
+    ``k_ranker_temperature_slope``: how much that temperature grows on tables whose continuous columns hold few
+    distinct values (``model.k_ranker.table_temperature``), fitted on the development suite's real tables; 0: one
+    temperature for every table.
     """
 
     col_dim: int = 128  # E of a cell embedding
@@ -78,6 +81,8 @@ class ModelConfig:
     k_ranker_candidates: str = "kmeans"
     #: softmax temperature of that ranker's scores for calibrated probabilities over K; 0: not calibrated
     k_ranker_temperature: float = 0.0
+    #: growth of that temperature as a table's fraction of distinct values falls; 0: the same for every table
+    k_ranker_temperature_slope: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("col_dim", "col_blocks", "col_heads", "col_inducing", "row_blocks", "row_heads", "n_cls",
@@ -97,6 +102,9 @@ class ModelConfig:
                              f"{REFINED_CANDIDATES}")
         if not self.k_ranker_temperature >= 0:
             raise ValueError(f"ModelConfig.k_ranker_temperature must be >= 0, got {self.k_ranker_temperature}")
+        if not self.k_ranker_temperature_slope >= 0:
+            raise ValueError("ModelConfig.k_ranker_temperature_slope must be >= 0, got "
+                             f"{self.k_ranker_temperature_slope}")
         if self.cin_head not in ("categorical", "ordinal"):
             raise ValueError(f"unknown cin_head {self.cin_head!r}: use 'categorical' or 'ordinal'")
 

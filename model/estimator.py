@@ -22,7 +22,7 @@ from model.preprocessing import TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
                               diagonal_em, lloyd, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
-from model.k_ranker import k_probabilities
+from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.screening import associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
@@ -137,10 +137,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_probabilities_ : dict[int, float] or None
         Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
         number of groups (0 where not admissible; its argmax is ``n_clusters_`` unless ``allow_single_cluster``
-        answered one cluster), a softmax of the ranker's scores
-        at a temperature fitted on held-out prior tables (``ModelConfig.k_ranker_temperature``). Calibrated on
-        prior-like tables, overconfident on real ones whose labelled classes are not clusters
-        (``docs/results/k-calibration.md``). None when K was given or chosen otherwise.
+        answered one cluster), a softmax of the ranker's scores at a temperature fitted on held-out prior tables
+        (``ModelConfig.k_ranker_temperature``), higher for a table whose continuous columns hold few distinct
+        values, as real tables' rounded measurements do (``k_ranker_temperature_slope``, fitted on the development
+        suite's real tables; :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
+        None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, the posterior, or the
         expected ARI of each candidate, Lloyd-refined unless ``refine="none"``, under the posterior renormalised
@@ -350,8 +351,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(features)
             scores = ranked
             if net.cfg.k_ranker_temperature > 0:  # a calibrated ranker: probabilities over K
+                temperature = table_temperature(net.cfg.k_ranker_temperature, net.cfg.k_ranker_temperature_slope,
+                                                distinct_fraction(Z[ctx], cat_mask))
                 k_probs = np.zeros(k_max - 1)
-                k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], net.cfg.k_ranker_temperature)
+                k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], temperature)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | DiagonalMixture | None = refined[k - 2]

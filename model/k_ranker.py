@@ -14,7 +14,10 @@ mean and deviation (buffers of the module, so they travel with its weights) and 
 Probabilities over K (:func:`k_probabilities`): a softmax of the scores divided by a temperature fitted on
 held-out tables to the labelled K (:func:`fit_temperature`, stored as ``ModelConfig.k_ranker_temperature``). The
 scores were fitted to pick a partition, not to say how sure it is; the temperature makes their softmax a
-probability that each K is the labelled one, as well as one number can.
+probability that each K is the labelled one. On tables whose continuous columns hold few distinct values (rounded
+measurements, levels, counts: what real tables hold and the prior never draws) the same scores are right less
+often, so the temperature grows as the table's fraction of distinct values falls (:func:`table_temperature`,
+``ModelConfig.k_ranker_temperature_slope``, fitted on real development tables by :func:`fit_temperature_slope`).
 """
 
 from __future__ import annotations
@@ -143,6 +146,33 @@ def k_probabilities(scores: np.ndarray, temperature: float) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+def distinct_fraction(Z: np.ndarray, cat_mask: np.ndarray) -> float:
+    """The mean, over the continuous columns of a preprocessed table ``Z`` (N, D), of the fraction of its N values
+    that are distinct: 1 for measurements drawn from a density (as the prior draws them), lower for rounded ones,
+    levels and counts; 1 for a table without continuous columns."""
+    Z = np.asarray(Z)
+    continuous = np.flatnonzero(~np.asarray(cat_mask, bool))
+    if len(continuous) == 0 or len(Z) == 0:
+        return 1.0
+    return float(np.mean([len(np.unique(Z[:, j])) / len(Z) for j in continuous]))
+
+
+def table_temperature(temperature: float, slope: float, distinct: float) -> float:
+    """The temperature of one table's probabilities over K: ``temperature * exp(slope * (1 - distinct))``, with
+    ``distinct`` its :func:`distinct_fraction` (``slope`` 0: one temperature for every table)."""
+    return float(temperature * np.exp(slope * (1.0 - distinct)))
+
+
+def _labelled(scores: np.ndarray, k_true: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows whose labelled K is among their admissible candidates, its candidate index per row)."""
+    idx = np.asarray(k_true, np.int64) - 2
+    ok = (idx >= 0) & (idx < scores.shape[1])
+    ok[ok] = np.isfinite(scores[np.flatnonzero(ok), idx[ok]])
+    if not ok.any():
+        raise ValueError("no table whose labelled K is among its admissible candidates: nothing to fit")
+    return ok, idx
+
+
 def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
     """The temperature that maximises the likelihood of the labelled K of T tables under :func:`k_probabilities`:
     ``scores`` (T, C) of candidates K = 2..C+1, ``k_true`` (T,); tables whose labelled K is not admissible (K = 1,
@@ -150,11 +180,7 @@ def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
     from scipy.optimize import minimize_scalar
 
     scores = np.asarray(scores, np.float64)
-    idx = np.asarray(k_true, np.int64) - 2
-    ok = (idx >= 0) & (idx < scores.shape[1])
-    ok[ok] = np.isfinite(scores[np.flatnonzero(ok), idx[ok]])
-    if not ok.any():
-        raise ValueError("no table whose labelled K is among its admissible candidates: nothing to fit")
+    ok, idx = _labelled(scores, k_true)
     s, idx = scores[ok], idx[ok]
 
     def nll(log_t: float) -> float:
@@ -162,6 +188,28 @@ def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
         return float(-np.log(np.clip(p[np.arange(len(p)), idx], 1e-300, 1.0)).mean())
 
     return float(np.exp(minimize_scalar(nll, bounds=(-6.0, 8.0), method="bounded").x))
+
+
+#: the largest slope :func:`fit_temperature_slope` considers (exp(10) flattens any table with distinct values < 0.7)
+MAX_SLOPE = 10.0
+
+
+def fit_temperature_slope(scores: np.ndarray, k_true: np.ndarray, distinct: np.ndarray, temperature: float) -> float:
+    """The slope in 0..MAX_SLOPE of :func:`table_temperature` that maximises the likelihood of the labelled K of T
+    tables, ``temperature`` fixed: ``scores`` (T, C), ``k_true`` (T,), ``distinct`` (T,) each table's
+    :func:`distinct_fraction`; tables whose labelled K is not admissible are left out."""
+    from scipy.optimize import minimize_scalar
+
+    scores = np.asarray(scores, np.float64)
+    ok, idx = _labelled(scores, k_true)
+    s, idx, dist = scores[ok], idx[ok], np.asarray(distinct, np.float64)[ok]
+
+    def nll(slope: float) -> float:
+        t = temperature * np.exp(slope * (1.0 - dist))[:, None]
+        p = k_probabilities(s / t, 1.0)
+        return float(-np.log(np.clip(p[np.arange(len(p)), idx], 1e-300, 1.0)).mean())
+
+    return float(minimize_scalar(nll, bounds=(0.0, MAX_SLOPE), method="bounded").x)
 
 
 def top_choice_ece(confidence: np.ndarray, right: np.ndarray, bins: int = 10) -> float:

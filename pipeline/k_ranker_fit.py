@@ -14,8 +14,11 @@
    the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its standard error).
 3. **Calibration.** The temperature that turns the ranker's scores into probabilities over K
    (:func:`model.k_ranker.fit_temperature`, ``ModelConfig.k_ranker_temperature``), fitted on the same held-out
-   records to their labelled K; :func:`calibrate_k_ranker` does this stage alone for a checkpoint whose ranker has
-   none (``jobs/calibrate_k_ranker.py``).
+   records to their labelled K; then how much it grows on tables with few distinct values
+   (:func:`model.k_ranker.fit_temperature_slope`, ``ModelConfig.k_ranker_temperature_slope``), fitted on the real
+   tables of the development suite (``../shared/benchmarks/dev``; 0 where it is absent), whose continuous columns
+   are rounded where the prior's never are (:func:`dev_calibration`). :func:`calibrate_k_ranker` does this stage
+   alone for a checkpoint (``jobs/calibrate_k_ranker.py``).
 4. **Checkpoint.** The network with the ranker (``ModelConfig.k_ranker``), its lineage extended by one phase.
 """
 
@@ -60,6 +63,8 @@ class RankerFitConfig:
     candidates: str = "kmeans"
     #: whose ARI the ranker maximises: the partitions refine=TARGET returns at each K (None: the default refine's)
     target: str | None = None
+    #: fit the temperature's growth on tables with few distinct values to the development suite (where present)
+    dev_slope: bool = True
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
@@ -225,6 +230,40 @@ def calibration(ranker, features: np.ndarray, ari: np.ndarray, k_true: np.ndarra
     return {"temperature": temperature, **reliability(k_probabilities(scores, temperature), k_true)}
 
 
+def dev_calibration(net, ranker, candidates: str, temperature: float, bench_dir: str | None = None
+                    ) -> dict[str, Any] | None:
+    """The slope of :func:`model.k_ranker.table_temperature` fitted on the development suite's tables (records of
+    ``net``, clustered as the estimator does; ``ranker`` scores their ``candidates`` stage), ``temperature`` fixed,
+    with the reliability of the probabilities there at slope 0 (``before``) and at the fitted slope (``after``);
+    None without the suite."""
+    import torch
+
+    from model.k_ranker import (distinct_fraction, fit_temperature_slope, k_probabilities, record_scores,
+                                reliability)
+    from model.preprocessing import TablePreprocessor
+    from pipeline.evaluation.suites import dev_suite
+
+    try:
+        suite = dev_suite(bench_dir)
+    except FileNotFoundError as exc:
+        logger.warning("no development suite (%s): the temperature is the same for every table", exc)
+        return None
+    plain = net.without_k_ranker().eval()
+    rec = records_for(plain, ((d.name, d.features, np.asarray(d.y)) for d in suite))
+    distinct = np.array([distinct_fraction(*TablePreprocessor(
+        max_features=net.cfg.max_features, max_categories=net.cfg.max_categories).fit_transform(d.features))
+        for d in suite])
+    with torch.no_grad():
+        scores = record_scores(ranker, rec[features_key(candidates)], rec["ari"])
+    slope = fit_temperature_slope(scores, rec["k_true"], distinct, temperature)
+
+    def probs(s: float) -> np.ndarray:
+        return np.stack([k_probabilities(row, temperature * np.exp(s * (1.0 - d))) for row, d in zip(scores, distinct)])
+
+    return {"slope": slope, "tables": len(suite), "distinct_median": float(np.median(distinct)),
+            "before": reliability(probs(0.0), rec["k_true"]), "after": reliability(probs(slope), rec["k_true"])}
+
+
 def _save_with_phase(out: str, net, metadata: dict, phase: dict, hardware: bool) -> None:
     """Write ``net`` to ``out`` with ``metadata``'s lineage extended by ``phase`` (numbered here; its tasks added
     to the total); ``hardware``: the phase's device becomes the file's hardware."""
@@ -240,10 +279,12 @@ def _save_with_phase(out: str, net, metadata: dict, phase: dict, hardware: bool)
 
 
 def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ranker-records", tables: int = 6000,
-                       val_tables: int = 600, workers: int = 2) -> dict[str, Any]:
+                       val_tables: int = 600, workers: int = 2, bench_dir: str | None = None,
+                       dev_slope: bool = True) -> dict[str, Any]:
     """Stage 3 alone: ``checkpoint``'s ranker gets the temperature fitted on the last ``val_tables`` of its
-    ``tables`` records (the tables its fit held out, computed again only where not on disk); written to ``out``
-    with the same weights, its lineage extended by a phase of no tasks."""
+    ``tables`` records (the tables its fit held out, computed again only where not on disk) and its slope on the
+    development suite (under ``bench_dir``, default ``../shared/benchmarks``; ``dev_slope=False``: slope 0); written
+    to ``out`` with the same weights, its lineage extended by a phase of no tasks."""
     from model.checkpoint import load_checkpoint, weights_sha256
     from model.network import TabClustNet
 
@@ -257,15 +298,20 @@ def calibrate_k_ranker(checkpoint: str, out: str, records_dir: str = "runs/k-ran
     held = slice(tables - val_tables, tables)
     result = calibration(net.k_ranker, rec[features_key(net.cfg.k_ranker_candidates)][held], rec["ari"][held],
                          rec["k_true"][held])
-    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=result["temperature"]))
+    dev = (dev_calibration(net, net.k_ranker, net.cfg.k_ranker_candidates, result["temperature"], bench_dir)
+           if dev_slope else None)
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature=result["temperature"],
+                                              k_ranker_temperature_slope=dev["slope"] if dev else 0.0))
     out_net.load_state_dict(net.state_dict())
     phase = {"run": Path(out).stem, "steps": 0, "tasks": 0,
              "wall_s": round(time.perf_counter() - start, 1), "device": f"{platform.machine()} CPU",
              "what": f"K ranker's temperature fitted to the labelled K of the {val_tables} tables its fit held out "
-                     f"(records {tables - val_tables}..{tables - 1}; pipeline.k_ranker_fit.calibrate_k_ranker)",
-             "k_ranker_calibration": result}
+                     f"(records {tables - val_tables}..{tables - 1}; pipeline.k_ranker_fit.calibrate_k_ranker)"
+                     + (f", its growth on tables with few distinct values to the {dev['tables']} development "
+                        "tables" if dev else ""),
+             "k_ranker_calibration": result, **({"k_ranker_dev_calibration": dev} if dev else {})}
     _save_with_phase(out, out_net, metadata, phase, hardware=False)
-    return {"checkpoint": checkpoint, "out": out, **result}
+    return {"checkpoint": checkpoint, "out": out, **result, "dev": dev}
 
 
 def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
@@ -285,9 +331,10 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     ranker = fit_ranker(features[fit], ari[fit], epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
     calibrated = calibration(ranker, features[held], ari[held], rec["k_true"][held])
-    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
-                                              k_ranker_candidates=cfg.candidates,
-                                              k_ranker_temperature=calibrated["temperature"]))
+    ranked_cfg = dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
+                                     k_ranker_candidates=cfg.candidates, k_ranker_temperature=calibrated["temperature"])
+    dev = dev_calibration(net, ranker, cfg.candidates, calibrated["temperature"]) if cfg.dev_slope else None
+    out_net = TabClustNet(dataclasses.replace(ranked_cfg, k_ranker_temperature_slope=dev["slope"] if dev else 0.0))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
     wall = time.perf_counter() - start
     phase = {"run": Path(cfg.out).stem, "seed": cfg.seed, "steps": 0,
@@ -298,7 +345,7 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
                      f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict()),
-                          "calibration": calibrated}}
+                          "calibration": calibrated, **({"dev_calibration": dev} if dev else {})}}
     _save_with_phase(cfg.out, out_net, metadata, phase, hardware=True)
     return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
-            "calibration": calibrated, "wall_s": round(wall, 1)}
+            "calibration": calibrated, "dev": dev, "wall_s": round(wall, 1)}

@@ -15,8 +15,9 @@ from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
 from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures,
                               partition_log_likelihood, silhouettes, within_ratios)
-from model.k_ranker import (KRanker, chosen_ari, fit_ranker, fit_temperature, input_width, k_probabilities,
-                            ranker_inputs, reliability)
+from model.k_ranker import (KRanker, chosen_ari, distinct_fraction, fit_ranker, fit_temperature,
+                            fit_temperature_slope, input_width, k_probabilities, ranker_inputs, reliability,
+                            table_temperature)
 from model.lineage import average_checkpoints
 from model.network import TabClustNet
 from tests.model.conftest import make_tiny_net
@@ -359,3 +360,48 @@ def test_a_calibrated_rankers_probabilities_are_the_estimators_k_probabilities(t
     assert int(np.argmax(probs)) + 2 == est.n_clusters_
     assert TabClustPFN(checkpoint=str(tmp_path / "calibrated.pt"), n_clusters=3).fit(X).k_probabilities_ is None
     assert TabClustPFN(checkpoint=tiny_checkpoint).fit(X).k_probabilities_ is None  # no ranker
+
+
+def test_distinct_fraction_is_one_for_measurements_and_lower_for_rounded_or_level_columns():
+    rng = np.random.default_rng(0)
+    measured = rng.normal(size=(200, 3))
+    assert distinct_fraction(measured, np.zeros(3, bool)) == 1.0
+    rounded = np.c_[measured[:, :2], np.round(measured[:, 2])]  # one column of a few levels
+    assert distinct_fraction(rounded, np.zeros(3, bool)) == pytest.approx((2 + len(np.unique(rounded[:, 2])) / 200) / 3)
+    assert distinct_fraction(rounded, np.array([False, False, True])) == 1.0  # categorical columns do not count
+    assert distinct_fraction(np.zeros((10, 2)), np.ones(2, bool)) == 1.0  # no continuous column
+    assert table_temperature(20.0, 2.0, 1.0) == 20.0 and table_temperature(20.0, 2.0, 0.5) == pytest.approx(
+        20.0 * np.exp(1.0))
+
+
+@pytest.mark.parametrize("slope", [0.0, 2.5])
+def test_fit_temperature_slope_recovers_the_slope_the_labels_were_drawn_at(slope):
+    rng = np.random.default_rng(1)
+    scores = rng.normal(scale=10.0, size=(4000, 9))
+    distinct = rng.uniform(0.1, 1.0, 4000)
+    p = np.stack([k_probabilities(s, table_temperature(4.0, slope, d)) for s, d in zip(scores, distinct)])
+    k_true = np.array([rng.choice(9, p=row) for row in p]) + 2
+    assert fit_temperature_slope(scores, k_true, distinct, 4.0) == pytest.approx(slope, abs=0.25)
+
+
+def test_the_estimators_k_probabilities_take_the_tables_temperature(tmp_path):
+    """A rounded table gets flatter probabilities than a table of measurements, at the temperature its fraction of
+    distinct values gives (the shipped checkpoint's slope, here doubled to make the difference plain)."""
+    from model.estimator import default_checkpoint_path
+
+    net, meta = load_checkpoint(default_checkpoint_path())
+    assert net.cfg.k_ranker_temperature > 0 and net.cfg.k_ranker_temperature_slope > 0  # the shipped ranker's
+    steep = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature_slope=5.0))
+    steep.load_state_dict(net.state_dict())
+    save_checkpoint(tmp_path / "steep.pt", steep, meta)
+    X, _ = make_blobs(n_samples=300, centers=3, cluster_std=0.6, random_state=2)
+    tables = {"measured": X, "rounded": np.round(X)}
+    for name, table in tables.items():
+        est = TabClustPFN(checkpoint=str(tmp_path / "steep.pt"), random_state=0).fit(table)
+        Z, cat = est.preprocessor_.transform(table)
+        temperature = table_temperature(net.cfg.k_ranker_temperature, 5.0, distinct_fraction(Z, cat))
+        scores = np.array([est.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])
+        probs = np.array([est.k_probabilities_[k] for k in range(2, net.cfg.k_max + 1)])
+        np.testing.assert_allclose(probs, k_probabilities(scores, temperature))
+        tables[name] = probs.max()
+    assert tables["rounded"] < tables["measured"]

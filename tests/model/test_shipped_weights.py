@@ -22,7 +22,8 @@ def _tasks(phase: dict) -> int:
 def test_the_shipped_file_is_the_small_preset_within_25_mb_and_records_how_it_was_trained():
     assert SHIPPED.stat().st_size <= 25 * 2**20
     net, meta = load_checkpoint(SHIPPED)  # torch.load(weights_only=True) inside
-    assert net.cfg == ModelConfig.preset("small", k_ranker=True, k_ranker_temperature=net.cfg.k_ranker_temperature)
+    assert net.cfg == ModelConfig.preset("small", k_ranker=True, k_ranker_temperature=net.cfg.k_ranker_temperature,
+                                         k_ranker_temperature_slope=net.cfg.k_ranker_temperature_slope)
     assert net.k_ranker is not None and net.cfg.k_ranker_temperature > 0  # a calibrated ranker
     lineage = meta["lineage"]
     assert [p["phase"] for p in lineage] == list(range(1, len(lineage) + 1))

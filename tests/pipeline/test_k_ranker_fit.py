@@ -16,12 +16,13 @@ from model.refinement import DEFAULT_REFINE
 from model.k_ranker import KRanker
 from model.network import TabClustNet
 from pipeline.k_ranker_fit import RankerFitConfig, calibrate_k_ranker, fit_k_ranker, train_table
+from tests.shared_data import needs_dev_suite
 
 
 def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path, tiny_checkpoint):
     records = tmp_path / "records"
     cfg = RankerFitConfig(checkpoint=tiny_checkpoint, out=str(tmp_path / "ranked.pt"), records_dir=str(records),
-                          tables=8, val_tables=2, epochs=5, workers=1)
+                          tables=8, val_tables=2, epochs=5, workers=1, dev_slope=False)
     summary = fit_k_ranker(cfg)
     net, meta = load_checkpoint(cfg.out)
     parent, parent_meta = load_checkpoint(tiny_checkpoint)
@@ -48,6 +49,7 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     assert net.cfg.k_ranker_temperature > 0
     assert phase["k_ranker"]["calibration"]["temperature"] == net.cfg.k_ranker_temperature
     assert phase["k_ranker"]["calibration"]["tables"] == 2 == summary["calibration"]["tables"]
+    assert net.cfg.k_ranker_temperature_slope == 0 and summary["dev"] is None  # dev_slope=False
     stamp = chunk.stat().st_mtime_ns
     fit_k_ranker(dataclasses.replace(cfg, seed=1, out=str(tmp_path / "ranked1.pt")))  # records read, not redone
     assert chunk.stat().st_mtime_ns == stamp
@@ -59,7 +61,7 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     plain.load_state_dict(net.state_dict())
     save_checkpoint(tmp_path / "plain.pt", plain, meta)
     out = calibrate_k_ranker(str(tmp_path / "plain.pt"), str(tmp_path / "recal.pt"), records_dir=str(records),
-                             tables=8, val_tables=2, workers=1)
+                             tables=8, val_tables=2, workers=1, dev_slope=False)
     recal, recal_meta = load_checkpoint(tmp_path / "recal.pt")
     assert chunk.stat().st_mtime_ns == stamp  # records read, not redone
     assert recal.cfg.k_ranker_temperature == pytest.approx(net.cfg.k_ranker_temperature) == out["temperature"]
@@ -136,3 +138,20 @@ def test_prior_variants_are_the_development_sets_nuisances():
     assert (one.p_noise_features, one.noise_fraction, one.min_informative) == (1.0, (0.5, 0.9), 1)
     with pytest.raises(ValueError, match="unknown prior variant 'dev'"):
         prior_variant(base, "dev")
+
+
+@needs_dev_suite
+def test_the_temperatures_growth_on_tables_with_few_distinct_values_is_fitted_on_the_dev_suite(tmp_path,
+                                                                                               tiny_checkpoint):
+    cfg = RankerFitConfig(checkpoint=tiny_checkpoint, out=str(tmp_path / "ranked.pt"),
+                          records_dir=str(tmp_path / "records"), tables=8, val_tables=2, epochs=5, workers=1)
+    summary = fit_k_ranker(cfg)
+    net, meta = load_checkpoint(cfg.out)
+    dev = meta["lineage"][-1]["k_ranker"]["dev_calibration"]
+    assert dev["tables"] == 23 == summary["dev"]["tables"] and dev["distinct_median"] < 1.0  # rounded real tables
+    assert net.cfg.k_ranker_temperature_slope == pytest.approx(dev["slope"]) and dev["slope"] >= 0
+    assert set(dev["before"]) == set(dev["after"]) >= {"top_right", "ece", "set_covered"}
+    out = calibrate_k_ranker(cfg.out, str(tmp_path / "recal.pt"), records_dir=cfg.records_dir, tables=8,
+                             val_tables=2, workers=1)
+    assert out["dev"]["slope"] == pytest.approx(dev["slope"])  # the same records, the same fit
+    assert "development tables" in load_checkpoint(tmp_path / "recal.pt")[1]["lineage"][-1]["what"]
