@@ -97,7 +97,8 @@ def main(argv=None) -> None:
         if str(rec["weights_sha256"]) != sha:
             raise SystemExit(f"error: {path} holds records of another network ({str(rec['weights_sha256'])[:12]}), "
                              f"not {sha[:12]}: rerun benchmarks/k_rule_records.py --checkpoint {args.checkpoint}")
-        distinct = distinct_fractions(net, which, rec["names"])
+        distinct = (distinct_fractions(net, which, rec["names"]) if net.cfg.k_ranker_temperature_slope > 0
+                    else np.ones(len(rec["k_true"])))  # one temperature for every table
         for name, probs in distributions(net, rec, distinct).items():
             rows.append({"set": which, "distribution": name, **reliability(probs, rec["k_true"])})
         if which == "dev" and net.cfg.k_ranker_temperature_slope > 0:  # the slope was fitted on these tables

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from model.estimator import default_checkpoint_path
+from tests.shared_data import needs_dev_suite
 
 pytestmark = pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint")
 
@@ -346,3 +347,43 @@ def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_ne
     np.savez(records / "dev.npz", weights_sha256="0" * 64, features=features, ari=ari, k_true=np.full(6, 3))
     with pytest.raises(SystemExit, match="another network"):
         main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])
+
+
+@needs_dev_suite
+def test_k_calibration_reads_each_tables_temperature_and_leaves_the_slope_out_on_dev(tmp_path):
+    """With a slope, each recorded table's temperature comes from its fraction of distinct values (the tables are
+    found again by name), and the dev row the slope was fitted on is also given with each table left out."""
+    import dataclasses
+
+    import torch
+
+    from benchmarks.choose_checkpoint import tables
+    from benchmarks.k_calibration import SETS, main
+    from model.checkpoint import save_checkpoint, weights_sha256
+    from model.k_features import FEATURES
+    from model.network import TabClustNet
+    from tests.model.conftest import make_tiny_net
+
+    base = make_tiny_net(0)
+    net = TabClustNet(dataclasses.replace(base.cfg, k_ranker=True, k_ranker_temperature=2.0,
+                                          k_ranker_temperature_slope=3.0))
+    torch.manual_seed(0)
+    net.load_state_dict({**base.state_dict(), **{k: v for k, v in net.state_dict().items()
+                                                   if k.startswith("k_ranker.")}})
+    ckpt = save_checkpoint(tmp_path / "sloped.pt", net, {"steps": 0})
+    rng = np.random.default_rng(1)
+    records = tmp_path / "records"
+    records.mkdir()
+    c = net.cfg.k_max - 1
+    for which in SETS:
+        names = [name for name, _, _ in tables(which, 4)][:4]
+        features = rng.normal(size=(4, c, len(FEATURES)))
+        features[..., FEATURES.index("log_post")] = np.log(rng.dirichlet(np.ones(c), size=4))
+        np.savez(records / f"{which}.npz", weights_sha256=weights_sha256(base.state_dict()), names=np.array(names),
+                 features=features, ari=rng.uniform(size=(4, c)), k_true=rng.integers(2, 6, 4))
+    out = tmp_path / "k-calibration"
+    main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df.loc[df["set"] == "dev", "distribution"]) == ["ranker", "cin", "ranker, slope left out"]
+    assert "times exp(3.00 x (1 - the table's fraction of distinct values))" in (tmp_path / "k-calibration.md"
+                                                                                  ).read_text()
