@@ -30,12 +30,9 @@ SETS = ("prior", "noisy", "one-informative", "dev")
 def distinct_fractions(net, which: str, names: np.ndarray) -> np.ndarray:
     """Each recorded table's :func:`model.k_ranker.distinct_fraction`, preprocessed as the records were."""
     from benchmarks.choose_checkpoint import tables
-    from model.k_ranker import distinct_fraction
-    from model.preprocessing import TablePreprocessor
+    from pipeline.k_ranker_fit import frame_distinct_fraction
 
-    values = {name: distinct_fraction(*TablePreprocessor(max_features=net.cfg.max_features,
-                                                         max_categories=net.cfg.max_categories).fit_transform(frame))
-              for name, frame, _ in tables(which, len(names))}
+    values = {name: frame_distinct_fraction(net.cfg, frame) for name, frame, _ in tables(which, len(names))}
     return np.array([values[str(n)] for n in names])
 
 

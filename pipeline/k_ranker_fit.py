@@ -230,6 +230,16 @@ def calibration(ranker, features: np.ndarray, ari: np.ndarray, k_true: np.ndarra
     return {"temperature": temperature, **reliability(k_probabilities(scores, temperature), k_true)}
 
 
+def frame_distinct_fraction(cfg, frame) -> float:
+    """:func:`model.k_ranker.distinct_fraction` of a table preprocessed as the estimator does for a network of
+    config ``cfg`` (every row: as the records are)."""
+    from model.k_ranker import distinct_fraction
+    from model.preprocessing import TablePreprocessor
+
+    return distinct_fraction(*TablePreprocessor(max_features=cfg.max_features,
+                                                max_categories=cfg.max_categories).fit_transform(frame))
+
+
 def dev_calibration(net, ranker, candidates: str, temperature: float, bench_dir: str | None = None
                     ) -> dict[str, Any] | None:
     """The slope of :func:`model.k_ranker.table_temperature` fitted on the development suite's tables (records of
@@ -238,9 +248,7 @@ def dev_calibration(net, ranker, candidates: str, temperature: float, bench_dir:
     None without the suite."""
     import torch
 
-    from model.k_ranker import (distinct_fraction, fit_temperature_slope, k_probabilities, record_scores,
-                                reliability)
-    from model.preprocessing import TablePreprocessor
+    from model.k_ranker import fit_temperature_slope, k_probabilities, record_scores, reliability, table_temperature
     from pipeline.evaluation.suites import dev_suite
 
     try:
@@ -250,15 +258,14 @@ def dev_calibration(net, ranker, candidates: str, temperature: float, bench_dir:
         return None
     plain = net.without_k_ranker().eval()
     rec = records_for(plain, ((d.name, d.features, np.asarray(d.y)) for d in suite))
-    distinct = np.array([distinct_fraction(*TablePreprocessor(
-        max_features=net.cfg.max_features, max_categories=net.cfg.max_categories).fit_transform(d.features))
-        for d in suite])
+    distinct = np.array([frame_distinct_fraction(net.cfg, d.features) for d in suite])
     with torch.no_grad():
         scores = record_scores(ranker, rec[features_key(candidates)], rec["ari"])
     slope = fit_temperature_slope(scores, rec["k_true"], distinct, temperature)
 
     def probs(s: float) -> np.ndarray:
-        return np.stack([k_probabilities(row, temperature * np.exp(s * (1.0 - d))) for row, d in zip(scores, distinct)])
+        return np.stack([k_probabilities(row, table_temperature(temperature, s, d))
+                         for row, d in zip(scores, distinct)])
 
     return {"slope": slope, "tables": len(suite), "distinct_median": float(np.median(distinct)),
             "before": reliability(probs(0.0), rec["k_true"]), "after": reliability(probs(slope), rec["k_true"])}
@@ -331,10 +338,11 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     ranker = fit_ranker(features[fit], ari[fit], epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
     calibrated = calibration(ranker, features[held], ari[held], rec["k_true"][held])
-    ranked_cfg = dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
-                                     k_ranker_candidates=cfg.candidates, k_ranker_temperature=calibrated["temperature"])
     dev = dev_calibration(net, ranker, cfg.candidates, calibrated["temperature"]) if cfg.dev_slope else None
-    out_net = TabClustNet(dataclasses.replace(ranked_cfg, k_ranker_temperature_slope=dev["slope"] if dev else 0.0))
+    out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
+                                              k_ranker_candidates=cfg.candidates,
+                                              k_ranker_temperature=calibrated["temperature"],
+                                              k_ranker_temperature_slope=dev["slope"] if dev else 0.0))
     out_net.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
     wall = time.perf_counter() - start
     phase = {"run": Path(cfg.out).stem, "seed": cfg.seed, "steps": 0,
