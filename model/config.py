@@ -117,6 +117,10 @@ class ModelConfig:
         """Number of candidate cluster counts K = 2..k_max."""
         return self.k_max - 1
 
+    def without_k_ranker(self) -> "ModelConfig":
+        """This config without a K ranker and without its calibration (which describes that ranker alone)."""
+        return dataclasses.replace(self, k_ranker=False, k_ranker_temperature=0.0, k_ranker_temperature_slope=0.0)
+
     @classmethod
     def preset(cls, name: Literal["paper", "small", "tiny"], **overrides: Any) -> "ModelConfig":
         """``paper``: the reference sizes; ``small``: CPU pretraining; ``tiny``: tests."""

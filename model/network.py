@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,11 +67,13 @@ class TabClustNet(nn.Module):
         self.k_ranker = KRanker(cfg.k_ranker_features) if cfg.k_ranker else None
 
     def without_k_ranker(self) -> "TabClustNet":
-        """This network without its K ranker (itself when it has none), for anything that changes the weights the
-        ranker was fitted to (training, averaging, a CIN refit or graft): the copy's config has ``k_ranker=False``."""
-        if self.k_ranker is None:
+        """This network without its K ranker (itself when it carries neither one nor its calibration), for anything
+        that changes the weights the ranker was fitted to (training, averaging, a CIN refit or graft): the copy's
+        config has no ranker and no calibration of one (:meth:`ModelConfig.without_k_ranker`)."""
+        cfg = self.cfg.without_k_ranker()
+        if self.k_ranker is None and cfg == self.cfg:
             return self
-        net = TabClustNet(dataclasses.replace(self.cfg, k_ranker=False))
+        net = TabClustNet(cfg)
         net.load_state_dict({k: v for k, v in self.state_dict().items() if not k.startswith("k_ranker.")})
         return net.train(self.training)
 

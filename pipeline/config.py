@@ -379,5 +379,5 @@ def adopt_init_checkpoint(cfg: TrainConfig) -> TrainConfig:
     if model_cfg.k_ranker:
         logger.info("%s carries a K ranker fitted to its weights: the continuation starts without it (fit one to "
                     "the result with jobs/fit_k_ranker.py)", path.name)
-        model_cfg = dataclasses.replace(model_cfg, k_ranker=False)
+        model_cfg = model_cfg.without_k_ranker()
     return dataclasses.replace(cfg, model=model_cfg, init_checkpoint=str(path))

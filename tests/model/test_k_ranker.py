@@ -405,3 +405,18 @@ def test_the_estimators_k_probabilities_take_the_tables_temperature(tmp_path):
         np.testing.assert_allclose(probs, k_probabilities(scores, temperature))
         tables[name] = probs.max()
     assert tables["rounded"] < tables["measured"]
+
+
+def test_a_network_without_its_ranker_drops_the_rankers_calibration_so_continuations_average(tmp_path):
+    """Two networks that differ only in the calibration of rankers they no longer carry are the same kind of
+    network: averaging the shipped weights with a run continued from an older calibration of them works."""
+    from model.estimator import default_checkpoint_path
+
+    net, meta = load_checkpoint(default_checkpoint_path())
+    plain = net.without_k_ranker()
+    assert not plain.cfg.k_ranker and plain.cfg.k_ranker_temperature == 0 == plain.cfg.k_ranker_temperature_slope
+    older = TabClustNet(dataclasses.replace(net.cfg, k_ranker=False, k_ranker_temperature=5.0))
+    older.load_state_dict(plain.state_dict())
+    save_checkpoint(tmp_path / "older.pt", older, meta)
+    averaged = average_checkpoints([str(default_checkpoint_path()), str(tmp_path / "older.pt")])[0]
+    assert averaged.cfg == plain.cfg
