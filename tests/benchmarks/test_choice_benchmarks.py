@@ -310,23 +310,30 @@ def test_paired_results_compares_one_method_table_by_table(tmp_path):
     assert "most lost: t2 0.30 -> 0.20; most gained: t1 0.60 -> 0.90, t3 0.20 -> 0.40" in report
 
 
-def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_networks_records(tmp_path):
+def _calibrated_tiny_checkpoint(path, **calibration):
+    """A tiny network with a random K ranker and the given calibration (ModelConfig fields) saved at ``path`` ->
+    (its path, the network, the weights' sha256 its records carry)."""
     import dataclasses
 
     import torch
 
-    from benchmarks.k_calibration import SETS, main
     from model.checkpoint import save_checkpoint, weights_sha256
-    from model.k_features import FEATURES
     from model.network import TabClustNet
     from tests.model.conftest import make_tiny_net
 
     base = make_tiny_net(0)
-    net = TabClustNet(dataclasses.replace(base.cfg, k_ranker=True, k_ranker_temperature=2.0))
+    net = TabClustNet(dataclasses.replace(base.cfg, k_ranker=True, **calibration))
     torch.manual_seed(0)
     net.load_state_dict({**base.state_dict(), **{k: v for k, v in net.state_dict().items()
                                                    if k.startswith("k_ranker.")}})
-    ckpt = save_checkpoint(tmp_path / "calibrated.pt", net, {"steps": 0})
+    return save_checkpoint(path, net, {"steps": 0}), net, weights_sha256(base.state_dict())
+
+
+def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_networks_records(tmp_path):
+    from benchmarks.k_calibration import SETS, main
+    from model.k_features import FEATURES
+
+    ckpt, net, sha = _calibrated_tiny_checkpoint(tmp_path / "calibrated.pt", k_ranker_temperature=2.0)
     rng = np.random.default_rng(0)
     records = tmp_path / "records"
     records.mkdir()
@@ -336,7 +343,7 @@ def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_ne
         features[..., FEATURES.index("log_post")] = np.log(rng.dirichlet(np.ones(c), size=6))
         ari = rng.uniform(size=(6, c))
         ari[0, 5:] = np.nan  # a small table: fewer admissible K
-        np.savez(records / f"{which}.npz", weights_sha256=weights_sha256(base.state_dict()), features=features,
+        np.savez(records / f"{which}.npz", weights_sha256=sha, features=features,
                  ari=ari, k_true=rng.integers(2, 6, 6))
     out = tmp_path / "k-calibration"
     main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])
@@ -353,24 +360,12 @@ def test_k_calibration_reports_both_distributions_per_set_and_refuses_another_ne
 def test_k_calibration_reads_each_tables_temperature_and_leaves_the_slope_out_on_dev(tmp_path):
     """With a slope, each recorded table's temperature comes from its fraction of distinct values (the tables are
     found again by name), and the dev row the slope was fitted on is also given with each table left out."""
-    import dataclasses
-
-    import torch
-
     from benchmarks.choose_checkpoint import tables
     from benchmarks.k_calibration import SETS, main
-    from model.checkpoint import save_checkpoint, weights_sha256
     from model.k_features import FEATURES
-    from model.network import TabClustNet
-    from tests.model.conftest import make_tiny_net
 
-    base = make_tiny_net(0)
-    net = TabClustNet(dataclasses.replace(base.cfg, k_ranker=True, k_ranker_temperature=2.0,
-                                          k_ranker_temperature_slope=3.0))
-    torch.manual_seed(0)
-    net.load_state_dict({**base.state_dict(), **{k: v for k, v in net.state_dict().items()
-                                                   if k.startswith("k_ranker.")}})
-    ckpt = save_checkpoint(tmp_path / "sloped.pt", net, {"steps": 0})
+    ckpt, net, sha = _calibrated_tiny_checkpoint(tmp_path / "sloped.pt", k_ranker_temperature=2.0,
+                                                 k_ranker_temperature_slope=3.0)
     rng = np.random.default_rng(1)
     records = tmp_path / "records"
     records.mkdir()
@@ -379,7 +374,7 @@ def test_k_calibration_reads_each_tables_temperature_and_leaves_the_slope_out_on
         names = [name for name, _, _ in tables(which, 4)][:4]
         features = rng.normal(size=(4, c, len(FEATURES)))
         features[..., FEATURES.index("log_post")] = np.log(rng.dirichlet(np.ones(c), size=4))
-        np.savez(records / f"{which}.npz", weights_sha256=weights_sha256(base.state_dict()), names=np.array(names),
+        np.savez(records / f"{which}.npz", weights_sha256=sha, names=np.array(names),
                  features=features, ari=rng.uniform(size=(4, c)), k_true=rng.integers(2, 6, 4))
     out = tmp_path / "k-calibration"
     main(["--checkpoint", str(ckpt), "--records", str(records), "--out", str(out)])
