@@ -37,12 +37,12 @@ from sklearn.metrics import adjusted_rand_score  # noqa: E402
 from model.checkpoint import read_checkpoint  # noqa: E402
 from model.estimator import TabClustPFN, default_checkpoint_path  # noqa: E402
 from pipeline.config import StreamConfig  # noqa: E402
+from pipeline.evaluation.protocol import gains_and_losses  # noqa: E402
 from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines  # noqa: E402
 from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
 SETS = ("prior", "noisy", "one-informative", "low-d", "dev")
-GAIN_SE, LOSS_SE = 2.0, 1.0  # the protocol: gain beyond two standard errors somewhere, loss beyond one nowhere
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
@@ -78,8 +78,7 @@ def verdict(diffs: dict[str, dict[str, dict[str, float]]]) -> tuple[str | None, 
     reason per candidate)."""
     reasons, qualified = {}, {}
     for cand, per_set in diffs.items():
-        gains = [s for s, p in per_set.items() if p["mean"] > GAIN_SE * p["se"]]
-        losses = [s for s, p in per_set.items() if p["mean"] < -LOSS_SE * p["se"]]
+        gains, losses = gains_and_losses({s: (p["mean"], p["se"]) for s, p in per_set.items()})
         mean_gain = float(np.mean([p["mean"] for p in per_set.values()]))
         if losses:
             reasons[cand] = f"does not qualify: loses beyond one standard error on {', '.join(losses)}"

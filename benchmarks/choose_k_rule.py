@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 from model.k_features import FEATURES, features_key
+from pipeline.evaluation.protocol import gains_and_losses
 
 SETS = ("prior", "noisy", "one-informative", "dev")
-GAIN_SE, LOSS_SE = 2.0, 1.0
 BASELINE = "expected_ari"
 
 
@@ -131,8 +131,7 @@ def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BA
     for rule, per_set in diffs.items():
         if rule == baseline:
             continue
-        gains = [s for s, (m, se) in per_set.items() if m > GAIN_SE * se]
-        losses = [s for s, (m, se) in per_set.items() if m < -LOSS_SE * se]
+        gains, losses = gains_and_losses(per_set)
         ok = bool(gains) and not losses
         if ok:
             qualified[rule] = float(np.mean([m for m, _ in per_set.values()]))
