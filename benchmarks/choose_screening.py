@@ -28,7 +28,8 @@ changed little, and the per-column level of ``screen`` came after it, on this ev
 same development sets. ``screen-modes`` came last (2026-11-29), after seeing that ``screen`` lost on the prior
 where the clusters differ a little in every column; so whatever this file chooses is confirmed on a fresh draw of
 the synthetic sets that no step has seen (``--offset 1000 --set prior noisy one-informative low-d``: validation
-seeds from the 1000th on) before it may become a default.
+seeds from the 1000th on) before it may become a default. ``screen-modes`` qualified and was confirmed there
+(docs/results/choice-screening-modes-fresh.md); it is the estimator's ``screen_noise="auto"``.
 
 Where a variant drops nothing, its answer is ``keep``'s table for table (the estimator is deterministic given
 ``random_state``), so it is fitted only where it drops a column. Per set each variant against
@@ -61,7 +62,7 @@ def _fit_columns(checkpoint: str, frame, pre, noise: np.ndarray) -> np.ndarray:
     from model.estimator import TabClustPFN
 
     keep = [c.index for c, drop in zip(pre.columns_, noise) if not drop]
-    return TabClustPFN(checkpoint=checkpoint, random_state=0).fit(frame.iloc[:, keep]).labels_
+    return TabClustPFN(checkpoint=checkpoint, random_state=0, screen_noise=False).fit(frame.iloc[:, keep]).labels_
 
 
 def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
@@ -158,7 +159,8 @@ def main(argv=None) -> None:
     times = (f"median fit time where `screen` dropped columns (s): `keep` {df.loc[fitted, 'keep_s'].median():.3f}, "
              f"`screen` {df.loc[fitted, 'screen_s'].median():.3f}" if fitted.any() else "no table lost a column")
     given = sys.argv[1:] if argv is None else list(argv)
-    out = ["# Dropping pure-noise columns before clustering (development sets, K inferred)", "",
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    out = [f"# Dropping pure-noise columns before clustering ({sets}, K inferred)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
            f"Tables that lost columns to the screening: {screened}.", "",
            f"{times[0].upper() + times[1:]}.", "",

@@ -14,6 +14,7 @@ import sys
 import pandas as pd
 
 from model.refinement import REFINES
+from model.screening import screen_noise_setting
 from model.selection import ESTIMATOR_K_SELECTIONS
 from pipeline.batch_cluster import DEFAULT_MAX_RETRIES, ClusterJobConfig, UsageError, run_batch
 from pipeline.tables import MAX_COLUMNS
@@ -47,10 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="answer one cluster for a table that looks like a single Gaussian mode (default: always "
                         "K >= 2)")
-    p.add_argument("--screen-noise", action="store_true",
+    p.add_argument("--screen-noise", type=screen_noise_setting, default=None, metavar="{auto,true,false}",
                    help="drop the columns that show no cluster structure (no second mode, independent of the other "
-                        "columns) where another column shows some, as for structure in few of many columns "
-                        "(default: every column; summary.csv lists each table's ignored columns)")
+                        "columns): auto (default) where some column has two modes, as for structure in few of many "
+                        "columns; true where any column shows structure; false never (summary.csv lists each "
+                        "table's ignored columns)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")

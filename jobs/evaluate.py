@@ -13,6 +13,7 @@ import logging
 import sys
 
 from model.refinement import REFINES
+from model.screening import screen_noise_setting
 from model.selection import ESTIMATOR_K_SELECTIONS
 from pipeline.evaluation import EvalConfig, run_evaluation
 from pipeline.evaluation.methods import METHODS
@@ -47,8 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN's test-time refinement (default: the estimator's, gmm)")
     p.add_argument("--allow-single-cluster", action="store_true",
                    help="TabClustPFN may answer one cluster for a table without structure (default: K >= 2)")
-    p.add_argument("--screen-noise", action="store_true",
-                   help="TabClustPFN drops pure-noise columns first (default: every column)")
+    p.add_argument("--screen-noise", type=screen_noise_setting, default=None, metavar="{auto,true,false}",
+                   help="TabClustPFN's dropping of pure-noise columns (default: the estimator's, auto)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
                                                         "per regime group, 6 methods, 16 calibration datasets")

@@ -23,7 +23,7 @@ from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centr
                               diagonal_em, lloyd, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
-from model.screening import associated_columns
+from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
@@ -113,15 +113,18 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     single_cluster_z : float, default=model.structure.DEFAULT_SINGLE_CLUSTER_Z
         With ``allow_single_cluster=True``, the ``structure_score_`` above which the answer is one cluster
         (chosen on development data; lower answers one cluster more often, ``inf`` never).
-    screen_noise : bool, default=False
+    screen_noise : {"auto", True, False}, default="auto"
         Drop the continuous columns that show no cluster structure, neither a second mode nor a dependence on the
-        other columns, in a table where some column shows one (:mod:`model.screening`); then put back those
-        that differ between the clusters found without them, and cluster again. Pure-noise columns make up most
-        of the distance between rows and bury a structure that lives in few columns. The dropped columns are in
-        ``preprocessor_.screened_``; ``predict`` ignores them too. Off by default, by the decision protocol
-        (``docs/results/choice-screening.md``): on development data it gains with noise columns (+0.019 +- 0.007
-        ARI; +0.095 +- 0.010 with one informative column among them) and loses on the paper's prior (-0.005 +-
-        0.002), whose clusters differ a little in every column, some of which then look like noise.
+        other columns (:mod:`model.screening`); then put back those that differ between the clusters found
+        without them, and cluster again. Pure-noise columns make up most of the distance between rows and bury a
+        structure that lives in few columns. ``"auto"``: only in a table where some continuous column has two
+        modes (a structure that lives in few columns); ``True``: wherever any column shows structure; ``False``:
+        never. The dropped columns are in ``preprocessor_.screened_``; ``predict`` ignores them too. By the
+        decision protocol against ``False``: ``"auto"`` gains with one informative column among noise columns
+        (+0.010 +- 0.004 ARI on a fresh draw of the development sets, 14 tables better, 3 worse) and screens no
+        table of the paper's prior (``docs/results/choice-screening-modes-fresh.md``); ``True`` gains more there
+        (+0.088 +- 0.010) but loses on the prior, whose clusters differ a little in every column, some of which
+        then look like noise (``docs/results/choice-screening.md``).
 
     Attributes
     ----------
@@ -211,13 +214,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "refine": [StrOptions(set(REFINES))],
         "allow_single_cluster": ["boolean"],
         "single_cluster_z": [Interval(Real, None, None, closed="both")],
-        "screen_noise": ["boolean"],
+        "screen_noise": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
                  batch_rows=1024, k_selection=DEFAULT_ESTIMATOR_K_SELECTION, max_clusters=None,
                  n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
-                 single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z, screen_noise=False):
+                 single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z, screen_noise=DEFAULT_SCREEN_NOISE):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device

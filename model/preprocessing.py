@@ -21,9 +21,10 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
   In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
   frequent code (the same code as a missing value).
-* **Pure-noise columns** (``screen_noise=True``): continuous columns that show no cluster structure, neither a
-  second mode nor a dependence on any other column, in a table where some column shows one
-  (:func:`model.screening.noise_columns`), are dropped too (listed in ``dropped_`` and ``screened_``). Tables
+* **Pure-noise columns** (``screen_noise``): continuous columns that show no cluster structure, neither a
+  second mode nor a dependence on any other column, are dropped too (listed in ``dropped_`` and ``screened_``)
+  in a table where some continuous column has two modes (``"auto"``) or where any column shows structure
+  (``True``) (:func:`model.screening.noise_columns`, trigger ``"modes"`` or ``"evidence"``). Tables
   with more than ``SCREEN_MAX_COLUMNS`` usable columns are not screened, and at most ``SCREEN_ROWS`` rows (a
   fixed subsample) are tested.
 * **Too many features.** When more than ``max_features`` columns remain, the table is projected onto principal
@@ -198,9 +199,9 @@ class TablePreprocessor:
         Most distinct codes per categorical column; rarer categories are pooled into an "other" code.
     pca_components : {"above_noise", "max_features"}, default="above_noise"
         Principal components kept when the table is reduced (see the module docstring).
-    screen_noise : bool, default=False
-        Drop the continuous columns that show no cluster structure where another column shows some (see the
-        module docstring).
+    screen_noise : {"auto", True, False}, default=False
+        Drop the continuous columns that show no cluster structure where some continuous column has two modes
+        (``"auto"``) or where any column shows structure (``True``); see the module docstring.
 
     Attributes
     ----------
@@ -211,7 +212,7 @@ class TablePreprocessor:
     dropped_ : dict[str, str]
         Dropped input columns (label -> reason).
     screened_ : list[str]
-        The columns of ``dropped_`` dropped as pure noise (``screen_noise=True``).
+        The columns of ``dropped_`` dropped as pure noise (``screen_noise``).
     components_ : ndarray of shape (P, max_features) or None
         Principal axes when the PCA reduction is active (P = numeric + one-hot width), else None.
     cat_mask_ : ndarray of bool, shape (D,)
@@ -228,7 +229,7 @@ class TablePreprocessor:
     """
 
     def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise",
-                 screen_noise: bool = False) -> None:
+                 screen_noise: bool | str = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -236,6 +237,8 @@ class TablePreprocessor:
         self.max_features = max_features
         self.max_categories = max_categories
         self.pca_components = pca_components
+        if not (isinstance(screen_noise, (bool, np.bool_)) or screen_noise == "auto"):
+            raise ValueError(f"screen_noise must be 'auto', True or False, got {screen_noise!r}")
         self.screen_noise = screen_noise
 
     # ------------------------------------------------------------------ fit
@@ -291,7 +294,8 @@ class TablePreprocessor:
         if frame.shape[0] > SCREEN_ROWS:
             rows = np.sort(np.random.default_rng(0).choice(frame.shape[0], SCREEN_ROWS, replace=False))
             frame = frame.iloc[rows]
-        noise = noise_columns(self._encode(frame), self.cat_mask_)
+        trigger = "modes" if self.screen_noise == "auto" else "evidence"
+        noise = noise_columns(self._encode(frame), self.cat_mask_, trigger=trigger)
         if not noise.any():
             return
         self._screened_columns = [c for c, drop in zip(self.columns_, noise) if drop]

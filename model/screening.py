@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import chi2, kruskal, rankdata, yeojohnson
+from scipy.optimize import fminbound
+from scipy.stats import chi2, kruskal, rankdata
 
-__all__ = ["MIN_DISTINCT", "TRIGGERS", "noise_columns", "dependent_columns", "multimodal", "associated_columns"]
+__all__ = ["DEFAULT_SCREEN_NOISE", "MIN_DISTINCT", "TRIGGERS", "screen_noise_setting", "noise_columns",
+           "dependent_columns", "multimodal", "associated_columns"]
 
 MIN_DISTINCT = 20
 ALPHA = 0.01
@@ -42,6 +44,20 @@ JOINT_COMPONENTS = 8
 READMIT_ALPHA = 0.05
 #: what makes a table one to screen (:func:`noise_columns`)
 TRIGGERS = ("evidence", "modes")
+#: ``TabClustPFN(screen_noise=)``: screen the tables with a two-mode continuous column (trigger "modes"), chosen on
+#: development data and confirmed on a fresh draw of it (docs/results/choice-screening-modes*.md)
+DEFAULT_SCREEN_NOISE = "auto"
+_SETTINGS = {"auto": "auto", "true": True, "false": False}
+
+
+def screen_noise_setting(value) -> bool | str:
+    """``screen_noise`` as the estimator takes it ("auto", True or False) from a bool or one of the words "auto",
+    "true", "false" (any case), as a command line or a served request gives it."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in _SETTINGS:
+        return _SETTINGS[value.lower()]
+    raise ValueError(f"screen_noise must be 'auto', 'true' or 'false', got {value!r}")
 _GRID = 512
 
 
@@ -63,9 +79,10 @@ def _column_scores(z: np.ndarray, categorical: bool) -> np.ndarray:
     return _standardise(np.c_[r, r**2])
 
 
-def dependent_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, joint: bool = True) -> np.ndarray:
+def dependent_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, joint: bool = True,
+                      only: np.ndarray | None = None) -> np.ndarray:
     """(D,) bool: columns that depend on the others (see the module docstring; ``joint=False``: the pairwise
-    test alone, at level ``alpha``)."""
+    test alone, at level ``alpha``). ``only`` (D,) bool: test these columns alone (the others come out False)."""
     n, d = Z.shape
     if d < 2:
         return np.zeros(d, bool)
@@ -75,7 +92,7 @@ def dependent_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA,
     C = S.T @ S / n  # correlations of the scores
     level = alpha / 2.0 if joint else alpha  # split between the two tests
     out = np.zeros(d, bool)
-    for j in range(d):
+    for j in range(d) if only is None else np.flatnonzero(only):
         mine, others = owner == j, owner != j
         tests = int(mine.sum() * others.sum())
         if tests == 0:
@@ -102,8 +119,47 @@ def multimodal(x: np.ndarray, valley: float = VALLEY, min_mass: float = MIN_MASS
     if not _two_modes(x, valley, min_mass):
         return False
     with np.errstate(all="ignore"):
-        t = yeojohnson((x - x.mean()) / max(x.std(), 1e-12))[0]
+        t = yeo_johnson((x - x.mean()) / max(x.std(), 1e-12))
     return bool(np.all(np.isfinite(t)) and _two_modes(t, valley, min_mass))
+
+
+def yeo_johnson(x: np.ndarray) -> np.ndarray:
+    """``scipy.stats.yeojohnson(x)[0]``: the Yeo-Johnson transform at the maximum-likelihood lambda, found the same
+    way (``fminbound`` within the bounds that keep the transform finite, at brent's tolerance) on the same
+    log-likelihood, but with the logarithms of the rows computed once instead of at every step (scipy's
+    per-call overhead made it 20 times slower, most of the screening's time)."""
+    x = np.asarray(x, np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("Yeo-Johnson input must be finite.")
+    pos = x >= 0
+    log_pos, log_neg = np.log1p(x[pos]), np.log1p(-x[~pos])
+    jacobian = float(np.sum(np.sign(x) * np.log1p(np.abs(x))))
+    eps = np.finfo(np.float64).eps
+
+    def transform(lam: float) -> np.ndarray:
+        out = np.zeros_like(x)
+        out[pos] = log_pos if abs(lam) < eps else np.expm1(lam * log_pos) / lam
+        out[~pos] = -np.expm1((2 - lam) * log_neg) / (2 - lam) if abs(lam - 2) > eps else -log_neg
+        return out
+
+    def neg_llf(lam: float) -> float:
+        sigma = np.var(transform(lam))
+        log_sigma = np.log(sigma) if sigma >= np.finfo(np.float64).smallest_normal else -np.inf
+        llf = -len(x) / 2 * log_sigma + (lam - 1) * jacobian
+        return np.inf if np.isinf(llf) else -llf
+
+    if np.all(x == 0):
+        return transform(1.0)
+    log1p_max_x = np.log1p(20 * np.max(np.abs(x)))
+    log_eps = np.log(eps)
+    lb = (np.log(np.finfo(np.float64).tiny) - log_eps) / 2 / log1p_max_x
+    ub = (np.log(np.finfo(np.float64).max) + log_eps) / 2 / log1p_max_x
+    if np.all(x < 0):
+        lb, ub = 2 - ub, 2 - lb
+    elif np.any(x < 0):
+        lb, ub = max(2 - ub, lb), min(2 - lb, ub)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return transform(float(fminbound(neg_llf, lb, ub, xtol=1.48e-08)))
 
 
 def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:
@@ -149,12 +205,18 @@ def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, val
     cat_mask = np.asarray(cat_mask, bool)
     d = Z.shape[1]
     continuous = np.array([not cat_mask[j] and len(np.unique(Z[:, j])) >= MIN_DISTINCT for j in range(d)])
-    evidence = dependent_columns(Z, cat_mask, alpha, joint)
-    modes = np.zeros(d, bool)  # the default trigger needs no mode test where a dependence already shows
-    for j in np.flatnonzero(continuous if trigger == "modes" else continuous & ~evidence):
-        modes[j] = multimodal(Z[:, j], valley, min_mass)
+    modes = np.zeros(d, bool)
+    if trigger == "modes":  # the mode tests first: a table without a two-mode column needs no dependence test
+        modes[continuous] = [multimodal(Z[:, j], valley, min_mass) for j in np.flatnonzero(continuous)]
+        if not modes.any():
+            return np.zeros(d, bool)
+    # with the modes trigger only the continuous columns without a second mode may be dropped: test those alone
+    evidence = dependent_columns(Z, cat_mask, alpha, joint, only=continuous & ~modes if trigger == "modes" else None)
+    if trigger == "evidence":  # no mode test where a dependence already shows
+        for j in np.flatnonzero(continuous & ~evidence):
+            modes[j] = multimodal(Z[:, j], valley, min_mass)
     evidence |= modes
-    if not (evidence.any() if trigger == "evidence" else modes.any()):
+    if not evidence.any():
         return np.zeros(d, bool)
     return continuous & ~evidence
 

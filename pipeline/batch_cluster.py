@@ -32,6 +32,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.refinement import DEFAULT_REFINE, REFINES
+from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
 from pipeline.tables import MAX_COLUMNS, TableError, discover_tables, prepare_features, read_table, table_names
 
@@ -82,10 +83,11 @@ class ClusterJobConfig:
     allow_single_cluster : bool
         ``TabClustPFN(allow_single_cluster=...)``: a table that looks like one Gaussian mode gets one cluster
         (``n_clusters`` 1) instead of the network's K >= 2 (off by default).
-    screen_noise : bool
-        ``TabClustPFN(screen_noise=...)``: drop the continuous columns that show no cluster structure where another
-        column shows some (:mod:`model.screening`; off by default). The columns each table was clustered without
-        are in ``summary.csv``'s ``ignored_columns``.
+    screen_noise : {"auto", True, False}, optional
+        ``TabClustPFN(screen_noise=...)``: drop the continuous columns that show no cluster structure where some
+        continuous column has two modes ("auto") or any column shows structure (True) (:mod:`model.screening`);
+        None keeps the estimator's default ("auto"). The columns each table was clustered without are in
+        ``summary.csv``'s ``ignored_columns``.
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -112,7 +114,7 @@ class ClusterJobConfig:
     n_estimators: int | None = None
     refine: str | None = None
     allow_single_cluster: bool = False
-    screen_noise: bool = False
+    screen_noise: bool | str | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -137,6 +139,8 @@ class ClusterJobConfig:
             raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
         if self.refine is not None and self.refine not in REFINES:
             raise ValueError(f"unknown refine {self.refine!r}: use one of {REFINES}")
+        if self.screen_noise is not None:
+            object.__setattr__(self, "screen_noise", screen_noise_setting(self.screen_noise))
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -234,10 +238,10 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
                    max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
-                   allow_single_cluster: bool = False, screen_noise: bool = False):
+                   allow_single_cluster: bool = False, screen_noise: bool | str | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection``, ``n_estimators`` and ``refine`` None keep the estimator's defaults; ``max_clusters`` bounds
-    the inferred K.
+    ``k_selection``, ``n_estimators``, ``refine`` and ``screen_noise`` None keep the estimator's defaults;
+    ``max_clusters`` bounds the inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
     bad setting fails once at start-up instead of on every table.
@@ -251,7 +255,9 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(n_estimators=n_estimators)
     if refine is not None:
         est.set_params(refine=refine)
-    est.set_params(allow_single_cluster=allow_single_cluster, screen_noise=screen_noise)
+    if screen_noise is not None:
+        est.set_params(screen_noise=screen_noise)
+    est.set_params(allow_single_cluster=allow_single_cluster)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
 
@@ -262,7 +268,7 @@ class TableClusterer:
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
                  n_estimators: int | None = None, refine: str | None = None,
-                 allow_single_cluster: bool = False, screen_noise: bool = False) -> None:
+                 allow_single_cluster: bool = False, screen_noise: bool | str | None = None) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
                                          refine, allow_single_cluster, screen_noise)
         self._label_column = label_column
@@ -576,7 +582,8 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "n_estimators": cfg.n_estimators or DEFAULT_N_ESTIMATORS,
                                "refine": cfg.refine or DEFAULT_REFINE,
                                "allow_single_cluster": cfg.allow_single_cluster,
-                               "screen_noise": cfg.screen_noise})
+                               "screen_noise": DEFAULT_SCREEN_NOISE if cfg.screen_noise is None else
+                               cfg.screen_noise})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

@@ -94,7 +94,7 @@ def train_table(i: int):
 
 @dataclasses.dataclass(frozen=True)
 class TableCandidates:
-    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K."""
+    """One table clustered as ``TabClustPFN(screen_noise=False)`` does by default, up to the choice of K."""
 
     X: np.ndarray  # (N, P) the rows in the design space
     candidates: np.ndarray  # (K_max-1, N) the Lloyd-refined candidates
@@ -104,8 +104,8 @@ class TableCandidates:
 
 
 def table_candidates(net, frame, n_rows: int, stages: tuple[str, ...] | None = None) -> TableCandidates:
-    """One table clustered as ``TabClustPFN`` does by default, up to the choice of K, with the ranker features of
-    ``stages`` (default: every candidate stage)."""
+    """One table clustered as ``TabClustPFN(screen_noise=False)`` does by default, up to the choice of K, with the
+    ranker features of ``stages`` (default: every candidate stage)."""
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
     from model.k_features import CANDIDATE_STAGES, ranker_features
     from model.preprocessing import TablePreprocessor
@@ -127,7 +127,7 @@ def table_candidates(net, frame, n_rows: int, stages: tuple[str, ...] | None = N
 
 
 def table_record(net, frame, y) -> dict[str, np.ndarray | int]:
-    """One table clustered as ``TabClustPFN`` does by default -> its record: ``features`` (K_max-1,
+    """One table clustered as ``TabClustPFN(screen_noise=False)`` does by default -> its record: ``features`` (K_max-1,
     len(FEATURES)) of the Lloyd-refined candidates and ``features_gmm`` of their diagonal mixtures; per candidate K
     the ARI of the partition each refine returns at that K, ``ari_kmeans`` (the Lloyd-refined candidate) and
     ``ari_gmm`` (its diagonal mixture), and ``ari``, that of the estimator's default refine (what a ranker is

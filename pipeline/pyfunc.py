@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.screening import screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION
 
 logger = logging.getLogger(__name__)
@@ -111,14 +112,15 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
     """``TabClustPFN`` keyword arguments from pyfunc ``params`` (defaults from :data:`PARAMS`).
 
     Only what is particular to params is checked here: the names, integer types and the 0-means-not-set
-    convention of ``n_clusters`` and ``max_clusters``. Every other bound (K_max of the checkpoint, the choices of
-    ``k_selection``, ...) is the estimator's, so a client reads the estimator's own message.
+    convention of ``n_clusters`` and ``max_clusters``, and ``screen_noise``'s words ("auto", "true", "false").
+    Every other bound (K_max of the checkpoint, the choices of ``k_selection``, ...) is the estimator's, so a
+    client reads the estimator's own message.
 
     Raises
     ------
     mlflow.exceptions.MlflowException
-        ``INVALID_PARAMETER_VALUE``: an unknown param, a non-integer where an integer goes, or a count below 2
-        other than 0.
+        ``INVALID_PARAMETER_VALUE``: an unknown param, a non-integer where an integer goes, a count below 2
+        other than 0, or a word ``screen_noise`` does not take.
     """
     given = dict(params or {})
     names = [name for name, _, _ in PARAMS]
@@ -134,6 +136,10 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
             _refuse(f"param {name!r} must be 0 (not set) or at least 2, got {values[name]}")
     settings = {name: int(v) if kind == "long" else v for (name, kind, _), v in zip(PARAMS, values.values())}
     settings.update(n_clusters=settings["n_clusters"] or None, max_clusters=settings["max_clusters"] or None)
+    try:  # a word in a request: "auto", "true" or "false"
+        settings["screen_noise"] = screen_noise_setting(settings["screen_noise"])
+    except ValueError as exc:
+        _refuse(str(exc))
     return settings
 
 

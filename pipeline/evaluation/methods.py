@@ -141,11 +141,11 @@ def bic_select(X: np.ndarray, seed: int, k_range: range = SILHOUETTE_K_RANGE) ->
 
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
                k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
-               allow_single_cluster: bool = False, screen_noise: bool = False) -> dict:
+               allow_single_cluster: bool = False, screen_noise: bool | str | None = None) -> dict:
     """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
     ``k_selection``, ``n_estimators``, ``refine``: TabClustPFN's rule for choosing K, its column orderings and its
     test-time refinement (None: the estimator's defaults); ``allow_single_cluster`` its one-cluster answer;
-    ``screen_noise`` its dropping of pure-noise columns.
+    ``screen_noise`` its dropping of pure-noise columns (None: the default).
 
     The time covers the clustering only: TabClustPFN's network is loaded (by a tiny warm-up fit) before the
     clock starts, as the baselines' libraries are imported before it.

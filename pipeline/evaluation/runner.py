@@ -54,7 +54,7 @@ class EvalConfig:
     n_estimators: int | None = None  # TabClustPFN's column orderings (None: the estimator's default)
     refine: str | None = None  # TabClustPFN's test-time refinement (None: the estimator's default)
     allow_single_cluster: bool = False  # TabClustPFN may answer one cluster (the estimator's option; off)
-    screen_noise: bool = False  # TabClustPFN drops pure-noise columns first (the estimator's option; off)
+    screen_noise: bool | str | None = None  # TabClustPFN's dropping of pure-noise columns (None: the default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -67,6 +67,10 @@ class EvalConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        if self.screen_noise is not None:
+            from model.screening import screen_noise_setting
+
+            object.__setattr__(self, "screen_noise", screen_noise_setting(self.screen_noise))
         unknown = set(self.suites) - set(SUITES)
         if unknown:
             raise ValueError(f"unknown suite(s) {sorted(unknown)}: use any of {', '.join(SUITES)} (and --data DIR)")
@@ -105,7 +109,7 @@ class TaskFailure:
 
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
                   k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
-                  allow_single_cluster: bool = False, screen_noise: bool = False) -> dict:
+                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
@@ -319,13 +323,20 @@ def command_line(cfg: EvalConfig) -> str:
             parts.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
     if cfg.allow_single_cluster:
         parts.append("--allow-single-cluster")
-    if cfg.screen_noise:
-        parts.append("--screen-noise")
+    if cfg.screen_noise is not None:
+        parts.append(f"--screen-noise {str(cfg.screen_noise).lower()}")
     if cfg.methods is not None:
         parts.append("--methods " + " ".join(f"'{m}'" for m in cfg.methods))
     if cfg.quick:
         parts.append("--quick")
     return " ".join(parts)
+
+
+def _screen_noise(cfg: EvalConfig) -> str:
+    """The estimator's ``screen_noise`` as the run used it."""
+    from model.screening import DEFAULT_SCREEN_NOISE
+
+    return str(DEFAULT_SCREEN_NOISE if cfg.screen_noise is None else cfg.screen_noise)
 
 
 def _k_rule(cfg: EvalConfig) -> str:
@@ -353,7 +364,7 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
             + (", one-cluster answer allowed (`allow_single_cluster`)" if cfg.allow_single_cluster else "")
-            + (", pure-noise columns dropped first (`screen_noise`)" if cfg.screen_noise else "") + ".",
+            + f", pure-noise columns dropped by `screen_noise={_screen_noise(cfg)}`.",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "

@@ -30,9 +30,11 @@ def test_the_one_cluster_answer_and_the_noise_screening_reach_the_config(job, mo
         raise ValueError("stopped after the config was built")
 
     monkeypatch.setattr(job, "run_evaluation", stop)
-    assert job.main(["--suite", "real", "--allow-single-cluster", "--screen-noise"]) == 1
-    assert seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise
-    assert not job.parse_args([]).allow_single_cluster and not job.parse_args([]).screen_noise
+    assert job.main(["--suite", "real", "--allow-single-cluster", "--screen-noise", "false"]) == 1
+    assert seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise is False
+    assert not job.parse_args([]).allow_single_cluster and job.parse_args([]).screen_noise is None  # the default's
+    with pytest.raises(SystemExit):
+        job.parse_args(["--screen-noise", "yes"])
 
 
 def test_unknown_method_and_missing_folder_exit_1(job, tmp_path, tiny_checkpoint, tracking_uri, capsys):

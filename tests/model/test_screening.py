@@ -188,3 +188,62 @@ def test_tables_wider_than_the_screening_limit_are_not_screened():
     assert pre.screened_ == [] and len(pre.columns_) == SCREEN_MAX_COLUMNS + 1
     narrower = TablePreprocessor(screen_noise=True).fit(pd.DataFrame(X[:, :20]))
     assert len(narrower.screened_) == 19  # the same kind of table within the limit
+
+
+def test_auto_screens_only_a_table_with_a_two_mode_column():
+    """``screen_noise="auto"`` (the estimator's default): the noise columns beside a two-mode column go, as with
+    ``True``; where the clusters differ a little in many columns (none with two modes) ``True`` still drops the
+    columns it cannot tell from noise and "auto" keeps every column."""
+    frame = pd.DataFrame(_groups_in_first_column(3, seed=7), columns=["signal", "n1", "n2", "n3"])
+    assert TablePreprocessor(screen_noise="auto").fit(frame).screened_ == ["column 'n1'", "column 'n2'", "column 'n3'"]
+    diffuse, _ = _diffuse_groups_with_a_faint_column()
+    assert not any(multimodal(diffuse[c].to_numpy()) for c in diffuse)
+    assert "column 'x13'" in TablePreprocessor(screen_noise=True).fit(diffuse).screened_
+    assert TablePreprocessor(screen_noise="auto").fit(diffuse).screened_ == []
+    assert np.array_equal(noise_columns(_z(diffuse.to_numpy()), np.zeros(16, bool), trigger="modes"),
+                          np.zeros(16, bool))
+    with pytest.raises(ValueError, match="screen_noise must be 'auto', True or False"):
+        TablePreprocessor(screen_noise="on")
+
+
+def test_the_estimator_screens_by_default_and_takes_the_words_a_command_line_gives():
+    from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
+
+    assert TabClustPFN().screen_noise == DEFAULT_SCREEN_NOISE == "auto"
+    assert [screen_noise_setting(v) for v in ("Auto", "TRUE", "false", True, np.bool_(False))] == \
+        ["auto", True, False, True, False]
+    with pytest.raises(ValueError, match="'auto', 'true' or 'false'"):
+        screen_noise_setting("1")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_where_a_column_has_two_modes_both_triggers_drop_the_same_columns(seed):
+    """The modes trigger tests dependence only for the columns it may drop; where it fires, its answer is the
+    evidence trigger's (what benchmarks/choose_screening.py's screen-modes measured)."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    y = rng.integers(0, 3, n)
+    X = np.c_[5.0 * (y == 1) + rng.normal(size=n),  # two modes
+              0.8 * y + rng.normal(size=n), 0.8 * y + rng.normal(size=n),  # dependent, one mode each
+              rng.integers(0, 4, n),  # a categorical code
+              rng.normal(size=(n, 3))]  # noise
+    Z, cat = _z(X), np.array([False, False, False, True, False, False, False])
+    Z[:, 3] = X[:, 3]
+    modes = noise_columns(Z, cat, trigger="modes")
+    assert np.array_equal(modes, noise_columns(Z, cat, trigger="evidence"))
+    assert modes[4:].all() and not modes[:4].any()
+
+
+@pytest.mark.parametrize("kind", ["normal", "lognormal", "negative-lognormal", "two-groups", "t3", "uniform", "zeros"])
+def test_yeo_johnson_equals_scipys(kind):
+    """The screening's own Yeo-Johnson (the logarithms computed once) gives scipy's transform, bit for bit."""
+    from scipy.stats import yeojohnson
+
+    from model.screening import yeo_johnson
+
+    rng = np.random.default_rng(5)
+    x = {"normal": rng.normal(size=500), "lognormal": rng.lognormal(size=300),
+         "negative-lognormal": -rng.lognormal(size=300), "two-groups": np.r_[rng.normal(size=400), 6 + rng.normal(size=100)],
+         "t3": rng.standard_t(3, size=300), "uniform": rng.uniform(size=200), "zeros": np.zeros(50)}[kind]
+    x = (x - x.mean()) / max(x.std(), 1e-12)
+    np.testing.assert_array_equal(yeo_johnson(x), yeojohnson(x)[0])

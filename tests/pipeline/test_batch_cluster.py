@@ -193,11 +193,11 @@ def test_screen_noise_reaches_the_estimator_and_the_summary_names_the_ignored_co
                           "n2": rng.normal(size=400), "constant": 1.0})
     path = tmp_path / "t.csv"
     table.to_csv(path, index=False)
-    assert not load_estimator(tiny_checkpoint, 2, 0).screen_noise
-    row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0, screen_noise=True), path, "t")
+    assert load_estimator(tiny_checkpoint, 2, 0).screen_noise == "auto"  # the estimator's default
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")  # a two-mode column: screened
     assert row["status"] == "ok"
     assert json.loads(row["ignored_columns"]) == ["column 'constant'", "column 'n1'", "column 'n2'"]
-    plain, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    plain, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0, screen_noise=False), path, "t")
     assert json.loads(plain["ignored_columns"]) == ["column 'constant'"]
 
 

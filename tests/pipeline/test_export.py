@@ -298,17 +298,24 @@ def test_a_request_can_allow_one_cluster_for_a_table_without_structure(tiny_chec
     assert (labels == 0).all()
 
 
-def test_a_request_can_screen_out_noise_columns(tiny_checkpoint):
-    """``screen_noise`` is served under the estimator's name and default, and a request that sets it gets the
-    estimator's answer without the noise columns."""
+def test_a_request_screens_noise_columns_as_the_estimator_does(tiny_checkpoint):
+    """``screen_noise`` is served under the estimator's name and default ("auto", a string param: the words
+    "auto", "true", "false"): by default a request gets the estimator's answer without the noise columns beside a
+    two-mode column; "false" keeps them, as the estimator does; another word is refused with the options."""
+    from mlflow.exceptions import MlflowException
+
     from pipeline.pyfunc import PARAMS
 
-    assert ("screen_noise", "boolean", False) in PARAMS
+    assert ("screen_noise", "string", "auto") in PARAMS
     rng = np.random.default_rng(4)
     y = np.repeat([0, 1], 150)
     table = pd.DataFrame({"signal": 6.0 * y + rng.normal(size=300), "n1": rng.normal(size=300),
                           "n2": rng.normal(size=300)})
     model = _pyfunc(tiny_checkpoint)
-    labels = model.predict(None, table, params={"screen_noise": True, "n_clusters": 2})
     alone = TabClustPFN(2, checkpoint=tiny_checkpoint, random_state=0).fit_predict(table[["signal"]])
-    np.testing.assert_array_equal(labels, alone)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 2}), alone)
+    np.testing.assert_array_equal(model.predict(None, table, params={"screen_noise": "TRUE", "n_clusters": 2}), alone)
+    kept = TabClustPFN(2, checkpoint=tiny_checkpoint, random_state=0, screen_noise=False).fit_predict(table)
+    np.testing.assert_array_equal(model.predict(None, table, params={"screen_noise": "false", "n_clusters": 2}), kept)
+    with pytest.raises(MlflowException, match="screen_noise must be 'auto', 'true' or 'false'"):
+        model.predict(None, table, params={"screen_noise": "yes"})
