@@ -136,10 +136,11 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
             _refuse(f"param {name!r} must be 0 (not set) or at least 2, got {values[name]}")
     settings = {name: int(v) if kind == "long" else v for (name, kind, _), v in zip(PARAMS, values.values())}
     settings.update(n_clusters=settings["n_clusters"] or None, max_clusters=settings["max_clusters"] or None)
-    try:  # a word in a request: "auto", "true" or "false"
-        settings["screen_noise"] = screen_noise_setting(settings["screen_noise"])
-    except ValueError as exc:
-        _refuse(str(exc))
+    if "screen_noise" in settings:  # a word in a request: "auto", "true" or "false"
+        try:
+            settings["screen_noise"] = screen_noise_setting(settings["screen_noise"])
+        except ValueError as exc:
+            _refuse(str(exc))
     return settings
 
 
