@@ -2,8 +2,9 @@
 
 A column can carry cluster information in two ways only: its own distribution has more than one mode, or it
 depends on another column (clusters that differ in two columns make those columns dependent, linearly or
-not). A continuous column that shows neither, while some other column shows one of them, is treated as noise
-(:func:`noise_columns`), and the preprocessing can drop it (``TablePreprocessor(screen_noise=True)``). Pure-noise
+not). A continuous column that shows neither, while some other column shows one of them (or, with the trigger
+``"modes"``, the estimator's default, while some continuous column has two modes), is treated as noise
+(:func:`noise_columns`), and the preprocessing can drop it (``TablePreprocessor(screen_noise=...)``). Pure-noise
 columns make up most of the distance between rows and bury a structure that lives in few columns.
 
 * **Dependence**: each column is described by its rank scores (``r``, monotone dependence) and squared centred
@@ -44,6 +45,7 @@ JOINT_COMPONENTS = 8
 READMIT_ALPHA = 0.05
 #: what makes a table one to screen (:func:`noise_columns`)
 TRIGGERS = ("evidence", "modes")
+_GRID = 512
 #: ``TabClustPFN(screen_noise=)``: screen the tables with a two-mode continuous column (trigger "modes"), chosen on
 #: development data and confirmed on a fresh draw of it (docs/results/choice-screening-modes*.md)
 DEFAULT_SCREEN_NOISE = "auto"
@@ -58,7 +60,6 @@ def screen_noise_setting(value) -> bool | str:
     if isinstance(value, str) and value.lower() in _SETTINGS:
         return _SETTINGS[value.lower()]
     raise ValueError(f"screen_noise must be 'auto', 'true' or 'false', got {value!r}")
-_GRID = 512
 
 
 def _standardise(block: np.ndarray) -> np.ndarray:
