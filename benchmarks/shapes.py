@@ -1,0 +1,116 @@
+"""Write a development set of low-dimensional cluster shapes as Parquet tables for ``jobs/evaluate.py --data``.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/shapes.py --out outputs/shapes
+    PYTHONPATH=. .venv/bin/python jobs/evaluate.py --data outputs/shapes --output outputs/eval-shapes \\
+        --calibration-size 0 --methods 'TabClustPFN' 'TabClustPFN*' 'KMeans+' 'KMeans*' 'GMM+' 'GMM*' 'GMM-BIC' 'Agg+'
+    PYTHONPATH=. .venv/bin/python benchmarks/shapes.py --by-kind docs/results/evaluation-shapes.csv \\
+        --out docs/results/shapes-by-kind.md
+
+Public clustering batteries are mostly tables of 2-3 features: shapes that are not Gaussian blobs, which the
+paper's prior (Gaussian mixtures, and ZEUS's iResNet-warped ones) does not aim at. This set asks how the shipped
+model does on the classic kinds, generated (so it is development data: nothing here is a test suite):
+
+- ``moons`` (2 interleaved half circles), ``circles`` (2 concentric rings): non-convex, K = 2;
+- ``aniso`` (3 blobs sheared by one linear map), ``varied`` (3 blobs of standard deviation 1, 2.5 and 0.5),
+  ``elongated`` (3 parallel bars, 10 times longer than wide): Gaussian but far from spherical, K = 3;
+- ``blobs`` (K in 3..6 isotropic blobs, 2-3 features): the easy case.
+
+Each kind at N in {300, 600, 1000}, ``--seeds`` seeds (default 3): 6 x 3 x 3 = 54 tables, each with a ``target``
+column. Deterministic given the seed. ``--by-kind RESULTS.csv`` summarises an evaluation of the set per kind:
+each method's median ARI and median K.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+KINDS = ("moons", "circles", "aniso", "varied", "elongated", "blobs")
+SIZES = (300, 600, 1000)
+
+
+def shape_table(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One table of ``kind`` (see the module docstring) -> X (n, D), labels (n,)."""
+    from sklearn.datasets import make_blobs, make_circles, make_moons
+
+    rng = np.random.default_rng(seed)
+    if kind == "moons":
+        return make_moons(n, noise=0.08, random_state=seed)
+    if kind == "circles":
+        return make_circles(n, noise=0.05, factor=0.5, random_state=seed)
+    if kind == "aniso":
+        X, y = make_blobs(n, centers=3, random_state=seed)
+        return X @ np.array([[0.6, -0.6], [-0.4, 0.8]]), y
+    if kind == "varied":
+        return make_blobs(n, centers=3, cluster_std=[1.0, 2.5, 0.5], random_state=seed)
+    if kind == "elongated":
+        y = rng.integers(0, 3, n)
+        return np.c_[rng.normal(scale=5.0, size=n), 3.0 * y + rng.normal(scale=0.5, size=n)], y
+    if kind == "blobs":
+        k, d = int(rng.integers(3, 7)), int(rng.integers(2, 4))
+        return make_blobs(n, n_features=d, centers=k, random_state=seed)
+    raise ValueError(f"unknown kind {kind!r}: use one of {KINDS}")
+
+
+def write_set(out: Path, seeds: int) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind in KINDS:
+        for n in SIZES:
+            for seed in range(seeds):
+                X, y = shape_table(kind, n, seed)
+                frame = pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x")
+                frame["target"] = np.asarray(y, np.int64)
+                path = out / f"{kind}_n{n}_s{seed}.parquet"
+                frame.to_parquet(path, index=False)
+                paths.append(path)
+    return paths
+
+
+def by_kind(results: pd.DataFrame) -> pd.DataFrame:
+    """An evaluation's ``results.csv`` of this set -> per kind and method: tables, median ARI, median K chosen."""
+    df = results[results["status"] == "ok"].assign(kind=results["dataset"].str.split("_").str[0])
+    out = df.groupby(["kind", "method"]).agg(tables=("ari", "size"), median_ari=("ari", "median"),
+                                             median_k=("k_pred", "median"), k_true=("k_true", "median"))
+    return out.reset_index()
+
+
+def by_kind_report(results_csv: str, out: str | None = None) -> str:
+    table = by_kind(pd.read_csv(results_csv))
+    methods = [m for m in ("TabClustPFN", "TabClustPFN*", "KMeans+", "GMM+", "GMM-BIC", "Agg+")
+               if m in set(table["method"])]
+    lines = ["# Cluster shapes by kind (development data, `benchmarks/shapes.py`): median ARI (median K chosen)", "",
+             "| kind | tables | true K (median) | " + " | ".join(methods) + " |", "|---|---|---|" + "---|" * len(methods)]
+    for kind in (k for k in KINDS if k in set(table["kind"])):
+        part = table[table["kind"] == kind].set_index("method")
+        cells = [f"{part.loc[m, 'median_ari']:.3f} ({part.loc[m, 'median_k']:g})" for m in methods]
+        lines.append(f"| {kind} | {int(part['tables'].iloc[0])} | {part['k_true'].iloc[0]:g} | " + " | ".join(cells)
+                     + " |")
+    command = f"python benchmarks/shapes.py --by-kind {results_csv}" + (f" --out {out}" if out else "")
+    return "\n".join([*lines, "", f"Command: `{command}`", ""])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="the set's folder (default: outputs/shapes), or with --by-kind the "
+                                                "report's .md (default: print only)")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--by-kind", default=None, metavar="RESULTS_CSV",
+                    help="summarise an evaluation of the set per kind instead of writing the set")
+    args = ap.parse_args(argv)
+    if args.by_kind:
+        text = by_kind_report(args.by_kind, args.out)
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text)
+        return
+    out = args.out or "outputs/shapes"
+    paths = write_set(Path(out), args.seeds)
+    print(f"{len(paths)} tables in {out}")
+
+
+if __name__ == "__main__":
+    main()
