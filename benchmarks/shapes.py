@@ -83,7 +83,8 @@ def by_kind_report(results_csv: str, out: str | None = None) -> str:
     methods = [m for m in ("TabClustPFN", "TabClustPFN*", "KMeans+", "GMM+", "GMM-BIC", "Agg+")
                if m in set(table["method"])]
     lines = ["# Cluster shapes by kind (development data, `benchmarks/shapes.py`): median ARI (median K chosen)", "",
-             "| kind | tables | true K (median) | " + " | ".join(methods) + " |", "|---|---|---|" + "---|" * len(methods)]
+             "| kind | tables | true K (median) | " + " | ".join(methods) + " |",
+             "|---|---|---|" + "---|" * len(methods)]
     for kind in (k for k in KINDS if k in set(table["kind"])):
         part = table[table["kind"] == kind].set_index("method")
         cells = [f"{part.loc[m, 'median_ari']:.3f} ({part.loc[m, 'median_k']:g})" for m in methods]

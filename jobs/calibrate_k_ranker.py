@@ -6,8 +6,8 @@ The temperature is fitted to the labelled K of the prior tables the ranker's fit
 from --records-dir, computed again only where missing), and its growth on tables with few distinct values to the
 development suite's real tables (../shared/benchmarks/dev; none without it), so the weights and the choice of K
 stay as they are; ``TabClustPFN.k_probabilities_`` then reads both (pipeline/k_ranker_fit.py,
-``calibrate_k_ranker``). A ranker fitted by jobs/fit_k_ranker.py is calibrated already. Exit status 1 with a message when the checkpoint has no
-ranker or cannot be read.
+``calibrate_k_ranker``). A ranker fitted by jobs/fit_k_ranker.py is calibrated already. Exit status 1 with a
+message when the checkpoint has no ranker or cannot be read.
 """
 
 from __future__ import annotations

@@ -243,7 +243,8 @@ def test_yeo_johnson_equals_scipys(kind):
 
     rng = np.random.default_rng(5)
     x = {"normal": rng.normal(size=500), "lognormal": rng.lognormal(size=300),
-         "negative-lognormal": -rng.lognormal(size=300), "two-groups": np.r_[rng.normal(size=400), 6 + rng.normal(size=100)],
+         "negative-lognormal": -rng.lognormal(size=300),
+         "two-groups": np.r_[rng.normal(size=400), 6 + rng.normal(size=100)],
          "t3": rng.standard_t(3, size=300), "uniform": rng.uniform(size=200), "zeros": np.zeros(50)}[kind]
     x = (x - x.mean()) / max(x.std(), 1e-12)
     np.testing.assert_array_equal(yeo_johnson(x), yeojohnson(x)[0])
