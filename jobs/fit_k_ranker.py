@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--target", default=None, choices=CANDIDATE_STAGES,
                    help="maximise the ARI of what this refine returns at each K (default: the estimator's default "
                         "refine)")
+    p.add_argument("--shape-tables", type=int, default=d.shape_tables,
+                   help="low-dimensional shape tables (priors.shapes) added to the prior tables, a tenth held out "
+                        "(default: %(default)s)")
     return p.parse_args(argv)
 
 
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
                               epochs=args.epochs, seed=args.seed, workers=args.workers,
                               feature_set=args.feature_set, candidates=args.candidates,
-                              target=args.target)
+                              target=args.target, shape_tables=args.shape_tables)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,15 +3,18 @@
 1. **Records.** Prior tables with seeds ``TRAIN_SEED + i`` (which neither training, validation nor the
    development sets draw), N 100-1000: half of the paper's prior as it is, a quarter with pure-noise columns in
    half of them and contaminated rows in 30 % (:mod:`priors.nuisance`), a quarter with 50-90 % noise columns
-   beside as few as one informative column. Each is clustered as ``TabClustPFN`` does by default (preprocessing,
+   beside as few as one informative column; and, where ``shape_tables`` asks for them, low-dimensional tables whose
+   clusters are arcs, rings, sheared, stretched or unequal blobs (:mod:`priors.shapes`, which the network never
+   trained on). Each is clustered as ``TabClustPFN`` does by default (preprocessing,
    4 column orderings, every candidate refined by two k-means steps, then its diagonal mixture fitted) and its
    record keeps, per candidate K, the features of :mod:`model.k_features` and the ARI against the labels of what
    each refine returns at that K (:func:`table_record`). Records are computed in local
    worker processes (``workers``; 1: in this process), in chunks kept on disk under the weights' sha256, so a
    rerun (more tables, another seed) computes only what is missing.
 2. **Fit.** :func:`model.k_ranker.fit_ranker` (on the features of ``feature_set`` and the ARI of the estimator's
-   default refine) on all but the last ``val_tables`` records; those held out compare
-   the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its standard error).
+   default refine) on all but the last ``val_tables`` prior records and the last tenth of the shape records;
+   those held out compare the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its
+   standard error), the prior's and the shapes' apart.
 3. **Calibration.** The temperature that turns the ranker's scores into probabilities over K
    (:func:`model.k_ranker.fit_temperature`, ``ModelConfig.k_ranker_temperature``), fitted on the same held-out
    records to their labelled K; then how much it grows on tables with few distinct values
@@ -36,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from model.k_features import CANDIDATE_STAGES, FEATURE_SETS, features_key
+from priors.shapes import SHAPES_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +69,15 @@ class RankerFitConfig:
     target: str | None = None
     #: fit the temperature's growth on tables with few distinct values to the development suite (where present)
     dev_slope: bool = True
+    #: low-dimensional shape tables (priors.shapes) added to the ``tables`` prior tables; the last tenth held out
+    shape_tables: int = 0
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
             raise ValueError(f"need tables >= 2 and 1 <= val_tables < tables, got tables={self.tables}, "
                              f"val_tables={self.val_tables}")
+        if self.shape_tables < 0 or self.shape_tables == 1:
+            raise ValueError(f"shape_tables must be 0 or at least 2 (a tenth is held out), got {self.shape_tables}")
         if self.epochs < 1 or self.workers < 1:
             raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
         if self.feature_set not in FEATURE_SETS:
@@ -90,6 +98,19 @@ def train_table(i: int):
     prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
     task = sample_dataset(TRAIN_SEED + i, kind="mix", config=prior)
     return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
+def shape_table(i: int):
+    """The ``i``-th shape table of the ranker's set (:mod:`priors.shapes`) -> (name, DataFrame, labels)."""
+    from pipeline.evaluation.suites import prior_frame
+    from priors.shapes import sample_shapes
+
+    task = sample_shapes(TRAIN_SEED + i)
+    return f"ranker_shapes_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
+#: The ranker's table families: each one's tables and the prefix of its record chunks' file names.
+FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,9 +183,9 @@ def records_for(net, tables) -> dict[str, np.ndarray]:
     return {"names": np.array(names), **{key: np.stack([np.asarray(r[key]) for r in rows]) for key in rows[0]}}
 
 
-def _chunk(args: tuple[str, int, int, str]) -> str:
-    """Worker: the records of tables start..stop-1, written atomically to ``path``."""
-    checkpoint, start, stop, path = args
+def _chunk(args: tuple[str, str, int, int, str]) -> str:
+    """Worker: the records of tables start..stop-1 of ``family``, written atomically to ``path``."""
+    checkpoint, family, start, stop, path = args
     import torch
 
     from model.checkpoint import load_checkpoint
@@ -172,7 +193,8 @@ def _chunk(args: tuple[str, int, int, str]) -> str:
     torch.set_num_threads(1)
     if checkpoint not in _NETS:
         _NETS[checkpoint] = load_checkpoint(checkpoint)[0].without_k_ranker().eval()
-    rec = records_for(_NETS[checkpoint], (train_table(i) for i in range(start, stop)))
+    table = FAMILIES[family][0]
+    rec = records_for(_NETS[checkpoint], (table(i) for i in range(start, stop)))
     tmp = Path(path).with_name(f".{Path(path).name}.tmp")
     with open(tmp, "wb") as fh:
         np.savez(fh, **rec)
@@ -180,14 +202,15 @@ def _chunk(args: tuple[str, int, int, str]) -> str:
     return path
 
 
-def build_records(checkpoint: str, tables: int, records_dir: str, weights_sha: str, workers: int
-                  ) -> dict[str, np.ndarray]:
-    """Records of tables 0..tables-1 for the network of ``weights_sha``, computing only the chunks not on disk."""
+def build_records(checkpoint: str, tables: int, records_dir: str, weights_sha: str, workers: int,
+                  family: str = "prior") -> dict[str, np.ndarray]:
+    """Records of tables 0..tables-1 of ``family`` (:data:`FAMILIES`) for the network of ``weights_sha``,
+    computing only the chunks not on disk."""
     folder = Path(records_dir) / f"{weights_sha[:16]}-v{RECORDS_VERSION}"
     folder.mkdir(parents=True, exist_ok=True)
     chunks = [(s, min(s + CHUNK, tables)) for s in range(0, tables, CHUNK)]
-    paths = [str(folder / f"tables-{s:07d}-{e:07d}.npz") for s, e in chunks]
-    todo = [(checkpoint, s, e, p) for (s, e), p in zip(chunks, paths) if not Path(p).exists()]
+    paths = [str(folder / f"{FAMILIES[family][1]}-{s:07d}-{e:07d}.npz") for s, e in chunks]
+    todo = [(checkpoint, family, s, e, p) for (s, e), p in zip(chunks, paths) if not Path(p).exists()]
     if todo:
         logger.info("computing %d of %d record chunks (%d tables each) in %d processes", len(todo), len(chunks),
                     CHUNK, workers)
@@ -333,10 +356,20 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     sha = weights_sha256(net.state_dict())
     rec = build_records(str(Path(cfg.checkpoint).resolve()), cfg.tables, cfg.records_dir, sha, cfg.workers)
     fit, held = slice(0, cfg.tables - cfg.val_tables), slice(cfg.tables - cfg.val_tables, cfg.tables)
-    features = rec[features_key(cfg.candidates)]
-    ari = rec["ari" if cfg.target is None else f"ari_{cfg.target}"]
-    ranker = fit_ranker(features[fit], ari[fit], epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
+    key, ari_key = features_key(cfg.candidates), "ari" if cfg.target is None else f"ari_{cfg.target}"
+    features, ari = rec[key], rec[ari_key]
+    fit_features, fit_ari = features[fit], ari[fit]
+    shapes_held_out = None
+    if cfg.shape_tables:
+        shapes = build_records(str(Path(cfg.checkpoint).resolve()), cfg.shape_tables, cfg.records_dir, sha,
+                               cfg.workers, family="shapes")
+        cut = cfg.shape_tables - max(1, cfg.shape_tables // 10)
+        fit_features = np.concatenate([fit_features, shapes[key][:cut]])
+        fit_ari = np.concatenate([fit_ari, shapes[ari_key][:cut]])
+    ranker = fit_ranker(fit_features, fit_ari, epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
+    if cfg.shape_tables:
+        shapes_held_out = paired_choice(ranker, shapes[key][cut:], shapes[ari_key][cut:])
     calibrated = calibration(ranker, features[held], ari[held], rec["k_true"][held])
     dev = dev_calibration(net, ranker, cfg.candidates, calibrated["temperature"]) if cfg.dev_slope else None
     out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
@@ -349,11 +382,16 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "tasks": cfg.tables, "wall_s": round(wall, 1),
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
-                     f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column), N 100-1000, "
+                     f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column)"
+                     + (f" and {cut} shape tables (priors.shapes v{SHAPES_VERSION}, seeds {TRAIN_SEED} + i)"
+                        if cfg.shape_tables else "") + ", N 100-1000, "
                      f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
-             "k_ranker": {"held_out": held_out, "weights_sha256": weights_sha256(ranker.state_dict()),
+             "k_ranker": {"held_out": held_out,
+                          **({"shapes_held_out": shapes_held_out} if shapes_held_out else {}),
+                          "weights_sha256": weights_sha256(ranker.state_dict()),
                           "calibration": calibrated, **({"dev_calibration": dev} if dev else {})}}
     _save_with_phase(cfg.out, out_net, metadata, phase, hardware=True)
     return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
+            **({"shape_tables": cfg.shape_tables, "shapes_held_out": shapes_held_out} if shapes_held_out else {}),
             "calibration": calibrated, "dev": dev, "wall_s": round(wall, 1)}

@@ -84,6 +84,31 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     assert TabClustPFN(checkpoint=mixture.out).fit(X).k_selection_ == "ranker"
 
 
+def test_shape_tables_join_the_fit_with_a_tenth_held_out_and_their_own_records(tmp_path, tiny_checkpoint):
+    records = tmp_path / "records"
+    cfg = RankerFitConfig(checkpoint=tiny_checkpoint, out=str(tmp_path / "shaped.pt"), records_dir=str(records),
+                          tables=6, val_tables=2, epochs=5, workers=1, dev_slope=False, shape_tables=20)
+    summary = fit_k_ranker(cfg)
+    chunks = sorted(p.name for p in records.rglob("*.npz"))
+    assert chunks == ["shapes-v1-0000000-0000020.npz", "tables-0000000-0000006.npz"]
+    (shapes,) = records.rglob("shapes-*.npz")
+    with np.load(shapes) as d:
+        assert list(d["names"]) == [f"ranker_shapes_{i}" for i in range(20)]
+        assert set(d["k_true"]) <= set(range(2, 9)) and np.isfinite(d["ari"][:, 0]).all()
+    assert summary["shapes_held_out"]["tables"] == 2 and summary["held_out"]["tables"] == 2
+    phase = load_checkpoint(cfg.out)[1]["lineage"][-1]
+    assert "and 18 shape tables (priors.shapes v1" in phase["what"]
+    assert phase["k_ranker"]["shapes_held_out"] == summary["shapes_held_out"]
+    plain = fit_k_ranker(dataclasses.replace(cfg, shape_tables=0, out=str(tmp_path / "plain.pt")))
+    assert "shapes_held_out" not in plain and "shape tables" not in load_checkpoint(tmp_path / "plain.pt")[1][
+        "lineage"][-1]["what"]
+    # the shape records changed what the ranker learnt
+    assert not torch.equal(load_checkpoint(cfg.out)[0].k_ranker.mlp[0].weight,
+                           load_checkpoint(tmp_path / "plain.pt")[0].k_ranker.mlp[0].weight)
+    with pytest.raises(ValueError, match="shape_tables"):
+        dataclasses.replace(cfg, shape_tables=1)
+
+
 def test_the_tables_mix_clean_noisy_and_one_informative_priors():
     names = [train_table(i)[0] for i in range(4)]
     assert names == ["ranker_0", "ranker_1", "ranker_2", "ranker_3"]
