@@ -9,8 +9,9 @@ development sets only: ``prior`` (held-out tasks of the paper's prior, validatio
 (the same prior with pure-noise columns in half the tasks and contaminated rows in 30 %; ``priors/nuisance.py``),
 ``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
 one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights), ``low-d`` (the
-same prior with 2 or 3 columns; added 2026-11-29) and ``dev`` (the 23 tables of ``../shared/benchmarks/dev``). The
-test suites are not touched.
+same prior with 2 or 3 columns; added 2026-11-29), ``dev`` (the 23 tables of ``../shared/benchmarks/dev``) and
+``shapes`` (the 54 generated tables of arcs, rings and non-spherical blobs of ``benchmarks/shapes.py``; added
+2026-11-29). The test suites are not touched.
 
 The rule (docs/DESIGN.md, "Decision protocol"): per set, each candidate against the baseline table by table as a
 paired mean ARI difference +- its standard error; a candidate qualifies when it gains beyond two standard errors on
@@ -42,12 +43,13 @@ from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, mac
 from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
-SETS = ("prior", "noisy", "one-informative", "low-d", "dev")
+SETS = ("prior", "noisy", "one-informative", "low-d", "dev", "shapes")
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
     """(name, frame, labels) of one development set, the same for every checkpoint; ``offset``: a synthetic set's
-    tables from that validation seed on (a fresh draw of the same set; the dev suite has none). ``low-d``: the
+    tables from that validation seed (``shapes``: that table) on (a fresh draw of the same set; the dev suite has
+    none). ``low-d``: the
     paper's prior with 2 or 3 columns, the low-dimensional tables that a mixture's estimated proportions can
     mislead."""
     if which == "dev":
@@ -55,6 +57,11 @@ def tables(which: str, n_tasks: int, offset: int = 0):
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
+        return
+    if which == "shapes":  # benchmarks/shapes.py's tables: each seed a block of every kind and size
+        from benchmarks.shapes import shape_frames
+
+        yield from shape_frames(n_tasks, offset)
         return
     if which not in SETS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
@@ -156,6 +163,7 @@ def main(argv=None) -> str | None:
     ap.add_argument("--noisy-tasks", type=int, default=200)
     ap.add_argument("--one-informative-tasks", type=int, default=200)
     ap.add_argument("--low-d-tasks", type=int, default=200)
+    ap.add_argument("--shapes-tasks", type=int, default=54)
     ap.add_argument("--out", default="docs/results/choice-checkpoint")
     args = ap.parse_args(argv)
     for path in [args.baseline, *args.candidates]:
@@ -167,7 +175,7 @@ def main(argv=None) -> str | None:
     for note in unranked:
         print(f"warning: {note}", file=sys.stderr)
     n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks,
-               "low-d": args.low_d_tasks}
+               "low-d": args.low_d_tasks, "shapes": args.shapes_tasks}
     df = score([args.baseline, *args.candidates], args.sets, n_tasks)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     df.to_csv(args.out + ".csv", index=False)

@@ -55,16 +55,34 @@ def shape_table(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(f"unknown kind {kind!r}: use one of {KINDS}")
 
 
+def shape_frame(kind: str, n: int, seed: int) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """One table as (name, frame of columns x0, x1, ..., labels)."""
+    X, y = shape_table(kind, n, seed)
+    return f"{kind}_n{n}_s{seed}", pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x"), np.asarray(y, np.int64)
+
+
+def shape_frames(n_tables: int, offset: int = 0):
+    """Tables ``offset .. offset + n_tables - 1`` of the set in a fixed order: seed by seed, each seed every kind at
+    every size (so the first ``3 * len(KINDS) * len(SIZES)`` are those ``write_set(seeds=3)`` writes; an offset
+    past them is a fresh draw) -> (name, frame, labels) each, the frame z-normalised as ``jobs/evaluate.py`` loads
+    the written set."""
+    from pipeline.evaluation.suites import preprocess_table
+
+    per_seed = len(KINDS) * len(SIZES)
+    for j in range(offset, offset + n_tables):
+        name, frame, y = shape_frame(KINDS[(j % per_seed) // len(SIZES)], SIZES[j % len(SIZES)], j // per_seed)
+        yield name, preprocess_table(frame)[0], y
+
+
 def write_set(out: Path, seeds: int) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for kind in KINDS:
         for n in SIZES:
             for seed in range(seeds):
-                X, y = shape_table(kind, n, seed)
-                frame = pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x")
-                frame["target"] = np.asarray(y, np.int64)
-                path = out / f"{kind}_n{n}_s{seed}.parquet"
+                name, frame, y = shape_frame(kind, n, seed)
+                frame["target"] = y
+                path = out / f"{name}.parquet"
                 frame.to_parquet(path, index=False)
                 paths.append(path)
     return paths
