@@ -180,7 +180,8 @@ class ZeusConfig:
 
 @dataclass(frozen=True)
 class NuisanceConfig:
-    """Noise columns and contaminated rows (:mod:`priors.nuisance`): not in the paper, off by default.
+    """Noise columns, contaminated rows and coarsely measured columns (:mod:`priors.nuisance`): not in the paper,
+    off by default.
 
     Attributes
     ----------
@@ -198,6 +199,14 @@ class NuisanceConfig:
     min_informative : int
         Fewest columns of a GMM table that carry its clusters when it gets noise columns (>= 1; ZEUS tables keep
         ``zeus.min_cont_features``). 1 covers tables whose clusters live in one column beside noise ones.
+    p_discrete : float
+        P(a table's continuous columns are partly measured coarsely: ordinal levels, rounded values or counts);
+        0 turns it off.
+    discrete_fraction : tuple of float
+        The share of the table's continuous cluster-carrying columns so measured ~ U(discrete_fraction), at least
+        one column.
+    discrete_levels : tuple of int
+        An ordinal or rounded column's number of levels ~ U{discrete_levels} (>= 2).
     """
 
     p_noise_features: float = 0.0
@@ -206,6 +215,9 @@ class NuisanceConfig:
     contamination_fraction: tuple[float, float] = (0.005, 0.05)
     contamination_scale: tuple[float, float] = (3.0, 8.0)
     min_informative: int = 2
+    p_discrete: float = 0.0
+    discrete_fraction: tuple[float, float] = (0.2, 1.0)
+    discrete_levels: tuple[int, int] = (2, 10)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.min_informative, int) and self.min_informative >= 1):
@@ -218,6 +230,11 @@ class NuisanceConfig:
         _check_range("contamination_fraction", self.contamination_fraction, 0.0)
         if not (0.0 < self.contamination_fraction[0] and self.contamination_fraction[1] <= 0.5):
             raise ValueError(f"contamination_fraction must lie in (0, 0.5], got {self.contamination_fraction}")
+        _check_probability("p_discrete", self.p_discrete)
+        _check_range("discrete_fraction", self.discrete_fraction, 0.0)
+        if not (0.0 < self.discrete_fraction[0] and self.discrete_fraction[1] <= 1.0):
+            raise ValueError(f"discrete_fraction must lie in (0, 1], got {self.discrete_fraction}")
+        _check_range("discrete_levels", self.discrete_levels, 2, integer=True)
         _check_range("contamination_scale", self.contamination_scale, 1.0)
         if not (self.contamination_scale[1] > 1.0 and self.contamination_scale[1] <= 1e3):
             raise ValueError(f"contamination_scale must reach above 1 (rows must move) and stay <= 1e3, got "
@@ -225,7 +242,7 @@ class NuisanceConfig:
 
     @property
     def enabled(self) -> bool:
-        return self.p_noise_features > 0.0 or self.p_contamination > 0.0
+        return self.p_noise_features > 0.0 or self.p_contamination > 0.0 or self.p_discrete > 0.0
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import numpy as np
 from priors._common import standardize
 from priors.config import PriorConfig
 from priors.gmm import sample_gmm
-from priors.nuisance import NuisancePlan, contaminate, noise_columns, nuisance_rng, plan_nuisance
+from priors.nuisance import (NuisancePlan, contaminate, discretise, measurement_rng, noise_columns, nuisance_rng,
+                             plan_nuisance)
 from priors.zeus import sample_zeus
 
 logger = logging.getLogger(__name__)
@@ -52,10 +53,10 @@ class PriorDataset:
         ``seed``, ``mechanism``, ``n_continuous``; GMM: ``omega_target``, ``omega_achieved``, ``bayes_labels``
         (N,), ``params`` (weights, means, covariances in the coordinates of X), ``spherical``,
         ``homoscedastic``; ZEUS: ``iresnet``, ``n_blocks``, ``lipschitz``, ``cardinalities`` (aligned with
-        ``categorical``). Keys that do not apply to a mechanism hold None. ``noise_columns`` (indices of X)
-        and ``contaminated_rows`` (sorted row indices) are empty unless ``config.nuisance`` is on; a GMM
-        table with either has ``params`` None (the mixture no longer describes X), and with contaminated
-        rows ``bayes_labels`` None.
+        ``categorical``). Keys that do not apply to a mechanism hold None. ``noise_columns`` and
+        ``discrete_columns`` (indices of X) and ``contaminated_rows`` (sorted row indices) are empty unless
+        ``config.nuisance`` is on; a GMM table with any has ``params`` None (the mixture no longer describes
+        X), and with contaminated rows or coarse columns ``bayes_labels`` None.
     """
 
     X: np.ndarray
@@ -132,23 +133,25 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
         keep = (config.zeus.min_cont_features if spec.mechanism == "zeus"  # what the mechanism needs
                 else config.nuisance.min_informative)
         plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance, min_informative=keep)
+    coarse_rng = measurement_rng(int(seed)) if config.nuisance.p_discrete > 0.0 else None
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:
-            return _assemble(rng, spec, config, int(seed), plan, noise_rng)
+            return _assemble(rng, spec, config, int(seed), plan, noise_rng, coarse_rng)
         except ValueError as err:  # a constant or non-finite column: draw again from the same stream
             logger.info("seed %d attempt %d invalid (%s); redrawing", seed, attempt, err)
     raise RuntimeError(f"seed {seed}: {_MAX_ATTEMPTS} draws in a row gave an invalid dataset")
 
 
 def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, seed: int,
-              plan: NuisancePlan = NuisancePlan(), noise_rng: np.random.Generator | None = None) -> PriorDataset:
+              plan: NuisancePlan = NuisancePlan(), noise_rng: np.random.Generator | None = None,
+              coarse_rng: np.random.Generator | None = None) -> PriorDataset:
     """Draw one dataset of the spec (its D less the plan's noise columns), add the plan's nuisances, normalise
     and permute it; ValueError when it is not usable."""
     meta: dict[str, Any] = dict.fromkeys(
         ("omega_target", "omega_achieved", "bayes_labels", "params", "spherical", "homoscedastic",
          "iresnet", "n_blocks", "lipschitz", "cardinalities"),
     )
-    meta.update(seed=seed, mechanism=spec.mechanism, noise_columns=(), contaminated_rows=())
+    meta.update(seed=seed, mechanism=spec.mechanism, noise_columns=(), contaminated_rows=(), discrete_columns=())
     d_table = spec.n_features - plan.n_noise  # the paper's table; noise columns fill the rest of D
     args = (rng, spec.n_rows, d_table, spec.n_clusters)
     if spec.mechanism == "gmm":
@@ -185,9 +188,15 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
         meta["contaminated_rows"] = tuple(int(r) for r in rows)
         if len(rows):
             meta["bayes_labels"] = None
+    coarse: list[int] = []
+    if coarse_rng is not None:  # measured after the rows moved: a contaminated value is read like any other
+        x = x.copy()
+        x[:, :n_cont], coarse = discretise(coarse_rng, x[:, :n_cont], config.nuisance)
+        if coarse:
+            meta["bayes_labels"] = None
     if plan.n_noise:
         x = np.hstack([x, noise_columns(noise_rng, spec.n_rows, plan.n_noise)])
-    if plan.active:
+    if plan.active or coarse:
         params = None
     perm = rng.permutation(spec.n_features)
     x = x[:, perm].astype(np.float32)
@@ -197,6 +206,7 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
         raise ValueError("constant column")
     is_cat = (perm >= n_cont) & (perm < d_table)
     meta["noise_columns"] = tuple(int(i) for i in np.flatnonzero(perm >= d_table))
+    meta["discrete_columns"] = tuple(int(i) for i in np.flatnonzero(np.isin(perm, coarse)))
     categorical = tuple(int(i) for i in np.flatnonzero(is_cat))
     meta["cardinalities"] = tuple(cards[perm[i] - n_cont] for i in categorical) if cards else ()
     meta["n_continuous"] = n_cont + plan.n_noise  # noise columns are numeric

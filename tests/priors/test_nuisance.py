@@ -204,3 +204,68 @@ def test_min_informative_one_draws_gmm_tables_whose_clusters_live_in_one_column_
         np.testing.assert_array_equal(sample_dataset(seed, kind="gmm", config=NOISE).X, sample_dataset(
             seed, kind="gmm", config=replace(NOISE, nuisance=NuisanceConfig(p_noise_features=1.0,
                                                                             min_informative=2))).X)
+
+
+COARSE = replace(SMALL, nuisance=NuisanceConfig(p_discrete=1.0))
+
+
+def test_coarse_columns_change_no_other_draw_of_the_seed():
+    both = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=1.0, p_contamination=1.0, p_discrete=1.0))
+    for seed in range(8):
+        a, b = sample_dataset(seed, config=replace(both, nuisance=replace(both.nuisance, p_discrete=0.0))), \
+            sample_dataset(seed, config=both)
+        np.testing.assert_array_equal(a.y, b.y)
+        assert a.meta["noise_columns"] == b.meta["noise_columns"]
+        assert a.meta["contaminated_rows"] == b.meta["contaminated_rows"]
+        coarse = set(b.meta["discrete_columns"])
+        assert coarse and not coarse & set(b.meta["noise_columns"]) and not coarse & set(b.categorical)
+        same = [j for j in range(a.X.shape[1]) if j not in coarse]
+        np.testing.assert_array_equal(a.X[:, same], b.X[:, same])  # every other column as it was
+
+
+def test_coarse_columns_take_few_values_keep_their_order_and_drop_the_mixture():
+    from scipy.stats import spearmanr
+
+    plain = replace(SMALL, p_gmm=1.0)
+    coarse = replace(plain, nuisance=NuisanceConfig(p_discrete=1.0, discrete_levels=(2, 6)))
+    distinct, rho = [], []
+    for seed in range(20):
+        a, b = sample_dataset(seed, config=plain), sample_dataset(seed, config=coarse)
+        cols = b.meta["discrete_columns"]
+        lo, hi = coarse.nuisance.discrete_fraction
+        d = len(_numeric(b))
+        assert max(1, int(np.floor(lo * d))) <= len(cols) <= int(np.ceil(hi * d))
+        assert b.meta["params"] is None and b.meta["bayes_labels"] is None and a.meta["params"] is not None
+        for j in cols:
+            col = b.X[:, j].astype(np.float64)
+            assert abs(col.mean()) < 1e-5 and abs(col.std() - 1.0) < 1e-4
+            distinct.append(len(np.unique(col)))
+            rho.append(spearmanr(a.X[:, j], col)[0])
+    # ordinal and rounded columns hold at most 6 levels; counts a few more
+    assert np.median(distinct) <= 6 and max(distinct) < 60
+    assert np.median(rho) > 0.8  # a coarse reading of the same values, in the same order (counts: noisily)
+
+
+def test_every_measurement_occurs_and_half_the_tables_at_p_one_half():
+    from priors.nuisance import MEASUREMENTS, discretise
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400, 30))
+    _, cols = discretise(rng, x, NuisanceConfig(p_discrete=1.0, discrete_fraction=(1.0, 1.0)))
+    assert cols == list(range(30))
+    out, _ = discretise(np.random.default_rng(1), x, NuisanceConfig(p_discrete=1.0, discrete_fraction=(1.0, 1.0),
+                                                                    discrete_levels=(3, 3)))
+    counts = [len(np.unique(out[:, j])) for j in range(30)]
+    assert 3 in counts and max(counts) > 3  # ordinal or rounded at 3 levels, and counts
+    assert len(MEASUREMENTS) == 3
+    half = replace(SMALL, nuisance=NuisanceConfig(p_discrete=0.5))
+    share = np.mean([bool(sample_dataset(s, config=half).meta["discrete_columns"]) for s in range(60)])
+    assert 0.3 < share < 0.7
+
+
+@pytest.mark.parametrize("change, match", [({"p_discrete": 1.5}, "p_discrete"),
+                                           ({"discrete_fraction": (0.0, 0.5)}, "discrete_fraction"),
+                                           ({"discrete_levels": (1, 4)}, "discrete_levels")])
+def test_bad_coarse_settings_are_refused(change, match):
+    with pytest.raises(ValueError, match=match):
+        NuisanceConfig(**change)
