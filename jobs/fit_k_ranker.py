@@ -21,7 +21,7 @@ import sys
 from model.checkpoint import CheckpointError
 from model.estimator import default_checkpoint_path
 from model.k_features import CANDIDATE_STAGES
-from pipeline.k_ranker_fit import RankerFitConfig, fit_k_ranker
+from pipeline.k_ranker_fit import EXTRA_FAMILIES, RankerFitConfig, fit_k_ranker
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,10 +46,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--target", default=None, choices=CANDIDATE_STAGES,
                    help="maximise the ARI of what this refine returns at each K (default: the estimator's default "
                         "refine)")
-    p.add_argument("--shape-tables", type=int, default=d.shape_tables,
-                   help="low-dimensional shape tables (priors.shapes) added to the prior tables, a tenth held out "
-                        "(default: %(default)s)")
-    return p.parse_args(argv)
+    p.add_argument("--extra-tables", nargs="+", default=[], metavar="FAMILY=N",
+                   help="tables of other families added to the prior tables, a tenth of each held out: "
+                        f"{', '.join(EXTRA_FAMILIES)} (e.g. shapes=1500; default: none)")
+    args = p.parse_args(argv)
+    args.extra_tables = extra_tables(p, args.extra_tables)
+    return args
+
+
+def extra_tables(parser: argparse.ArgumentParser, given: list[str]) -> tuple[tuple[str, int], ...]:
+    """``FAMILY=N`` words -> ((family, n), ...); a malformed word stops the job with what to write."""
+    out = []
+    for word in given:
+        family, _, n = word.partition("=")
+        if not n.isdigit():
+            parser.error(f"--extra-tables takes FAMILY=N (e.g. shapes=1500), got {word!r}")
+        out.append((family, int(n)))
+    return tuple(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
                               epochs=args.epochs, seed=args.seed, workers=args.workers,
                               feature_set=args.feature_set, candidates=args.candidates,
-                              target=args.target, shape_tables=args.shape_tables)
+                              target=args.target, extra_tables=args.extra_tables)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

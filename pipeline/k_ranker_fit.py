@@ -3,18 +3,20 @@
 1. **Records.** Prior tables with seeds ``TRAIN_SEED + i`` (which neither training, validation nor the
    development sets draw), N 100-1000: half of the paper's prior as it is, a quarter with pure-noise columns in
    half of them and contaminated rows in 30 % (:mod:`priors.nuisance`), a quarter with 50-90 % noise columns
-   beside as few as one informative column; and, where ``shape_tables`` asks for them, low-dimensional tables whose
-   clusters are arcs, rings, sheared, stretched or unequal blobs (:mod:`priors.shapes`, which the network never
-   trained on). Each is clustered as ``TabClustPFN`` does by default (preprocessing,
+   beside as few as one informative column; and, where ``extra_tables`` asks for them, tables of other families
+   (:data:`EXTRA_FAMILIES`: ``shapes``, low-dimensional arcs, rings, sheared, stretched or unequal blobs of
+   :mod:`priors.shapes`, which the network never trained on; ``coarse``, the prior's mix with some continuous
+   columns measured as ordinal levels, rounded values or counts, :func:`priors.nuisance.discretise`). Each is
+   clustered as ``TabClustPFN`` does by default (preprocessing,
    4 column orderings, every candidate refined by two k-means steps, then its diagonal mixture fitted) and its
    record keeps, per candidate K, the features of :mod:`model.k_features` and the ARI against the labels of what
    each refine returns at that K (:func:`table_record`). Records are computed in local
    worker processes (``workers``; 1: in this process), in chunks kept on disk under the weights' sha256, so a
    rerun (more tables, another seed) computes only what is missing.
 2. **Fit.** :func:`model.k_ranker.fit_ranker` (on the features of ``feature_set`` and the ARI of the estimator's
-   default refine) on all but the last ``val_tables`` prior records and the last tenth of the shape records;
+   default refine) on all but the last ``val_tables`` prior records and the last tenth of each extra family's;
    those held out compare the ranker's choice with the expected-ARI rule's (paired mean ARI difference and its
-   standard error), the prior's and the shapes' apart.
+   standard error), each family apart.
 3. **Calibration.** The temperature that turns the ranker's scores into probabilities over K
    (:func:`model.k_ranker.fit_temperature`, ``ModelConfig.k_ranker_temperature``), fitted on the same held-out
    records to their labelled K; then how much it grows on tables with few distinct values
@@ -40,6 +42,9 @@ import numpy as np
 
 from model.k_features import CANDIDATE_STAGES, FEATURE_SETS, features_key
 from priors.shapes import SHAPES_VERSION
+
+#: The coarse tables' version (:func:`coarse_table`): raise it whenever a table changes, so old records are not read.
+COARSE_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -69,15 +74,20 @@ class RankerFitConfig:
     target: str | None = None
     #: fit the temperature's growth on tables with few distinct values to the development suite (where present)
     dev_slope: bool = True
-    #: low-dimensional shape tables (priors.shapes) added to the ``tables`` prior tables; the last tenth held out
-    shape_tables: int = 0
+    #: (family, tables) of :data:`EXTRA_FAMILIES` added to the ``tables`` prior tables, each's last tenth held out
+    extra_tables: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
             raise ValueError(f"need tables >= 2 and 1 <= val_tables < tables, got tables={self.tables}, "
                              f"val_tables={self.val_tables}")
-        if self.shape_tables < 0 or self.shape_tables == 1:
-            raise ValueError(f"shape_tables must be 0 or at least 2 (a tenth is held out), got {self.shape_tables}")
+        for family, n in self.extra_tables:
+            if family not in EXTRA_FAMILIES:
+                raise ValueError(f"unknown table family {family!r}: choose from {', '.join(EXTRA_FAMILIES)}")
+            if n < 2:
+                raise ValueError(f"{family} tables must number at least 2 (a tenth is held out), got {n}")
+        if len({family for family, _ in self.extra_tables}) < len(self.extra_tables):
+            raise ValueError(f"a family is given twice in extra_tables={self.extra_tables}")
         if self.epochs < 1 or self.workers < 1:
             raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
         if self.feature_set not in FEATURE_SETS:
@@ -109,8 +119,26 @@ def shape_table(i: int):
     return f"ranker_shapes_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
+def coarse_table(i: int):
+    """The ``i``-th coarse table of the ranker's set: the prior's mix of :func:`train_table` (its own seeds,
+    ``TRAIN_SEED + 2**50 + i``), some continuous columns of every table measured coarsely
+    (``NuisanceConfig.p_discrete = 1``) -> (name, DataFrame, labels)."""
+    from pipeline.config import StreamConfig
+    from pipeline.evaluation.suites import prior_frame, prior_variant
+    from priors.sample import sample_dataset
+
+    variant = ("prior", "prior", "noisy", "one-informative")[i % 4]
+    prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
+    prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_discrete=1.0))
+    task = sample_dataset(TRAIN_SEED + 2**50 + i, kind="mix", config=prior)
+    return f"ranker_coarse_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
 #: The ranker's table families: each one's tables and the prefix of its record chunks' file names.
-FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}")}
+FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}"),
+            "coarse": (coarse_table, f"coarse-v{COARSE_VERSION}")}
+#: The families a fit may add to the prior's tables (``RankerFitConfig.extra_tables``).
+EXTRA_FAMILIES = ("shapes", "coarse")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -359,17 +387,17 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
     key, ari_key = features_key(cfg.candidates), "ari" if cfg.target is None else f"ari_{cfg.target}"
     features, ari = rec[key], rec[ari_key]
     fit_features, fit_ari = features[fit], ari[fit]
-    shapes_held_out = None
-    if cfg.shape_tables:
-        shapes = build_records(str(Path(cfg.checkpoint).resolve()), cfg.shape_tables, cfg.records_dir, sha,
-                               cfg.workers, family="shapes")
-        cut = cfg.shape_tables - max(1, cfg.shape_tables // 10)
-        fit_features = np.concatenate([fit_features, shapes[key][:cut]])
-        fit_ari = np.concatenate([fit_ari, shapes[ari_key][:cut]])
+    extra, cuts = {}, {}
+    for family, n in cfg.extra_tables:
+        extra[family] = build_records(str(Path(cfg.checkpoint).resolve()), n, cfg.records_dir, sha, cfg.workers,
+                                      family=family)
+        cuts[family] = n - max(1, n // 10)
+        fit_features = np.concatenate([fit_features, extra[family][key][: cuts[family]]])
+        fit_ari = np.concatenate([fit_ari, extra[family][ari_key][: cuts[family]]])
     ranker = fit_ranker(fit_features, fit_ari, epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
-    if cfg.shape_tables:
-        shapes_held_out = paired_choice(ranker, shapes[key][cut:], shapes[ari_key][cut:])
+    extra_held_out = {family: paired_choice(ranker, rec_f[key][cuts[family]:], rec_f[ari_key][cuts[family]:])
+                      for family, rec_f in extra.items()}
     calibrated = calibration(ranker, features[held], ari[held], rec["k_true"][held])
     dev = dev_calibration(net, ranker, cfg.candidates, calibrated["temperature"]) if cfg.dev_slope else None
     out_net = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_features=cfg.feature_set,
@@ -383,15 +411,15 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "device": f"{platform.machine()} CPU, {cfg.workers} processes",
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column)"
-                     + (f" and {cut} shape tables (priors.shapes v{SHAPES_VERSION}, seeds {TRAIN_SEED} + i)"
-                        if cfg.shape_tables else "") + ", N 100-1000, "
+                     + "".join(f" and {cuts[family]} {family} tables ({FAMILIES[family][1]})" for family in extra)
+                     + ", N 100-1000, "
                      f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",
              "k_ranker": {"held_out": held_out,
-                          **({"shapes_held_out": shapes_held_out} if shapes_held_out else {}),
+                          **({"extra_held_out": extra_held_out} if extra_held_out else {}),
                           "weights_sha256": weights_sha256(ranker.state_dict()),
                           "calibration": calibrated, **({"dev_calibration": dev} if dev else {})}}
     _save_with_phase(cfg.out, out_net, metadata, phase, hardware=True)
     return {"checkpoint": cfg.checkpoint, "out": cfg.out, "tables": cfg.tables, "held_out": held_out,
-            **({"shape_tables": cfg.shape_tables, "shapes_held_out": shapes_held_out} if shapes_held_out else {}),
+            **({"extra_tables": dict(cfg.extra_tables), "extra_held_out": extra_held_out} if extra_held_out else {}),
             "calibration": calibrated, "dev": dev, "wall_s": round(wall, 1)}

@@ -84,29 +84,53 @@ def test_fit_writes_a_checkpoint_the_estimator_uses_and_reuses_records(tmp_path,
     assert TabClustPFN(checkpoint=mixture.out).fit(X).k_selection_ == "ranker"
 
 
-def test_shape_tables_join_the_fit_with_a_tenth_held_out_and_their_own_records(tmp_path, tiny_checkpoint):
+def test_extra_tables_join_the_fit_with_a_tenth_held_out_and_their_own_records(tmp_path, tiny_checkpoint):
     records = tmp_path / "records"
     cfg = RankerFitConfig(checkpoint=tiny_checkpoint, out=str(tmp_path / "shaped.pt"), records_dir=str(records),
-                          tables=6, val_tables=2, epochs=5, workers=1, dev_slope=False, shape_tables=20)
+                          tables=6, val_tables=2, epochs=5, workers=1, dev_slope=False,
+                          extra_tables=(("shapes", 20), ("coarse", 4)))
     summary = fit_k_ranker(cfg)
     chunks = sorted(p.name for p in records.rglob("*.npz"))
-    assert chunks == ["shapes-v1-0000000-0000020.npz", "tables-0000000-0000006.npz"]
+    assert chunks == ["coarse-v1-0000000-0000004.npz", "shapes-v1-0000000-0000020.npz", "tables-0000000-0000006.npz"]
     (shapes,) = records.rglob("shapes-*.npz")
     with np.load(shapes) as d:
         assert list(d["names"]) == [f"ranker_shapes_{i}" for i in range(20)]
         assert set(d["k_true"]) <= set(range(2, 9)) and np.isfinite(d["ari"][:, 0]).all()
-    assert summary["shapes_held_out"]["tables"] == 2 and summary["held_out"]["tables"] == 2
+    assert summary["extra_held_out"]["shapes"]["tables"] == 2 and summary["extra_held_out"]["coarse"]["tables"] == 1
+    assert summary["held_out"]["tables"] == 2
     phase = load_checkpoint(cfg.out)[1]["lineage"][-1]
-    assert "and 18 shape tables (priors.shapes v1" in phase["what"]
-    assert phase["k_ranker"]["shapes_held_out"] == summary["shapes_held_out"]
-    plain = fit_k_ranker(dataclasses.replace(cfg, shape_tables=0, out=str(tmp_path / "plain.pt")))
-    assert "shapes_held_out" not in plain and "shape tables" not in load_checkpoint(tmp_path / "plain.pt")[1][
+    assert "and 18 shapes tables (shapes-v1) and 3 coarse tables (coarse-v1)" in phase["what"]
+    assert phase["k_ranker"]["extra_held_out"]["shapes"]["ranker_ari"] == summary["extra_held_out"]["shapes"][
+        "ranker_ari"]
+    plain = fit_k_ranker(dataclasses.replace(cfg, extra_tables=(), out=str(tmp_path / "plain.pt")))
+    assert "extra_held_out" not in plain and "shapes tables" not in load_checkpoint(tmp_path / "plain.pt")[1][
         "lineage"][-1]["what"]
-    # the shape records changed what the ranker learnt
+    # the extra records changed what the ranker learnt
     assert not torch.equal(load_checkpoint(cfg.out)[0].k_ranker.mlp[0].weight,
                            load_checkpoint(tmp_path / "plain.pt")[0].k_ranker.mlp[0].weight)
-    with pytest.raises(ValueError, match="shape_tables"):
-        dataclasses.replace(cfg, shape_tables=1)
+    for bad, match in (((("shapes", 1),), "at least 2"), ((("nope", 5),), "unknown table family"),
+                       ((("shapes", 5), ("shapes", 6)), "given twice")):
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(cfg, extra_tables=bad)
+
+
+def test_coarse_tables_are_the_mix_with_coarse_columns_on_seeds_of_their_own():
+    from pipeline.k_ranker_fit import coarse_table
+
+    name, frame, y = coarse_table(3)
+    assert name == "ranker_coarse_3" and len(frame) == len(y)
+    assert not train_table(3)[1].shape == frame.shape or not np.array_equal(train_table(3)[2], y)
+    few = [frame[c].nunique() for c in frame.columns if frame[c].dtype.kind == "f"]
+    assert min(few) <= 10  # at least one column read at a few levels or as small counts
+
+
+def test_the_job_reads_extra_tables_as_family_equals_count(tmp_path):
+    from jobs.fit_k_ranker import parse_args
+
+    args = parse_args(["--out", "x.pt", "--extra-tables", "shapes=1500", "coarse=20"])
+    assert args.extra_tables == (("shapes", 1500), ("coarse", 20))
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x.pt", "--extra-tables", "shapes"])
 
 
 def test_the_tables_mix_clean_noisy_and_one_informative_priors():
