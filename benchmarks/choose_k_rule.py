@@ -17,10 +17,10 @@ their features and ARI, computed once by the network), every rule picks one cand
   were computed with (its weights' sha256 is checked).
 
 A rule's pick scores the ARI of the partition the estimator's default refine returns at that K (the records'
-``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``dev``, ``shapes``; ``--sets``) each rule
-against ``expected_ari`` (or ``--baseline RULE``, one of the rules above, e.g. the shipped checkpoint given as one of
-the checkpoints; or, with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same records)
-table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
+``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``dev``, ``shapes``; ``--sets``)
+each rule against ``expected_ari`` (or ``--baseline RULE``, one of the rules above, e.g. the shipped checkpoint given
+as one of the checkpoints; or, with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same
+records) table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
 (docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on
 none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
 Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each rule's K and ARI).
@@ -39,7 +39,7 @@ import pandas as pd
 from model.k_features import FEATURES, features_key
 from pipeline.evaluation.protocol import gains_and_losses
 
-SETS = ("prior", "noisy", "one-informative", "dev", "shapes")
+SETS = ("prior", "noisy", "one-informative", "coarse", "dev", "shapes")
 BASELINE = "expected_ari"
 
 

@@ -4,10 +4,10 @@
 
 The development sets of ``benchmarks/choose_checkpoint.py`` (``prior``: 400 held-out tasks of the paper's prior,
 ``noisy``: 200 with noise columns and contaminated rows, ``one-informative``: 200 with one informative column among
-noise columns, ``dev``: the 23 tables of ``../shared/benchmarks/dev``, ``shapes``: the 54 generated shape tables of
-``benchmarks/shapes.py``), each clustered once by the shipped
-network (``--checkpoint``) as ``TabClustPFN`` does by default; the record of a table keeps, per candidate K, the
-features of :mod:`model.k_features` and the ARI of what each refine returns at that K
+noise columns, ``coarse``: 200 with columns read as levels, rounded values or counts, ``dev``: the 23 tables of
+``../shared/benchmarks/dev``, ``shapes``: the 54 generated shape tables of ``benchmarks/shapes.py``), each
+clustered once by the shipped network (``--checkpoint``) as ``TabClustPFN`` does by default; the record of a table
+keeps, per candidate K, the features of :mod:`model.k_features` and the ARI of what each refine returns at that K
 (``pipeline.k_ranker_fit.table_record``). Writes
 ``OUT/<set>.npz`` with the network's weights sha256, which ``benchmarks/choose_k_rule.py`` checks. ``--offset``:
 a fresh draw of the generated sets (their tables from that one on), to confirm a choice on tables it never read.
@@ -25,7 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "dev": 23, "shapes": 54}
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "dev": 23, "shapes": 54}
 
 
 def _one_thread() -> None:

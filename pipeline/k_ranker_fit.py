@@ -129,7 +129,7 @@ def coarse_table(i: int):
 
     variant = ("prior", "prior", "noisy", "one-informative")[i % 4]
     prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
-    prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_discrete=1.0))
+    prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_discrete=1.0))  # "coarse"
     task = sample_dataset(TRAIN_SEED + 2**50 + i, kind="mix", config=prior)
     return f"ranker_coarse_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 

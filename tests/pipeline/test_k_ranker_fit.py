@@ -185,6 +185,8 @@ def test_prior_variants_are_the_development_sets_nuisances():
     noisy, one = prior_variant(base, "noisy").nuisance, prior_variant(base, "one-informative").nuisance
     assert (noisy.p_noise_features, noisy.p_contamination) == (0.5, 0.3)
     assert (one.p_noise_features, one.noise_fraction, one.min_informative) == (1.0, (0.5, 0.9), 1)
+    coarse = prior_variant(base, "coarse").nuisance
+    assert coarse.p_discrete == 1.0 and coarse.p_noise_features == coarse.p_contamination == 0.0
     with pytest.raises(ValueError, match="unknown prior variant 'dev'"):
         prior_variant(base, "dev")
 
