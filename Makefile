@@ -58,7 +58,9 @@ gpu-continue:
 	  --set objective.warmup_matching_steps=0 \
 	  --set stream.prior.n_rows=[200,1000] --set stream.prior.nuisance.p_noise_features=0.5 \
 	  --set stream.prior.nuisance.min_informative=1 --set stream.prior.nuisance.p_contamination=0.2 \
-	  --note "shipped weights continued at N 200-1000 with noise columns beside >= 1 informative one" $(ARGS)
+	  --set stream.prior.nuisance.p_discrete=0.3 \
+	  --note "shipped weights continued at N 200-1000, noise columns beside >= 1 informative one, coarse columns" \
+	  $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
