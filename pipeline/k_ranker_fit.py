@@ -6,8 +6,9 @@
    beside as few as one informative column; and, where ``extra_tables`` asks for them, tables of other families
    (:data:`EXTRA_FAMILIES`: ``shapes``, low-dimensional arcs, rings, sheared, stretched or unequal blobs of
    :mod:`priors.shapes`, which the network never trained on; ``coarse``, the prior's mix with some continuous
-   columns measured as ordinal levels, rounded values or counts, :func:`priors.nuisance.discretise`). Each is
-   clustered as ``TabClustPFN`` does by default (preprocessing,
+   columns measured as ordinal levels, rounded values or counts, :func:`priors.nuisance.discretise`;
+   ``onemode``, one cloud labelled by k-means' split, :mod:`priors.onemode`). Each is clustered as ``TabClustPFN``
+   does by default (preprocessing,
    4 column orderings, every candidate refined by two k-means steps, then its diagonal mixture fitted) and its
    record keeps, per candidate K, the features of :mod:`model.k_features` and the ARI against the labels of what
    each refine returns at that K (:func:`table_record`). Records are computed in local
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from model.k_features import CANDIDATE_STAGES, FEATURE_SETS, features_key
+from priors.onemode import ONE_MODE_VERSION
 from priors.shapes import SHAPES_VERSION
 
 #: The coarse tables' version (:func:`coarse_table`): raise it whenever a table changes, so old records are not read.
@@ -134,11 +136,22 @@ def coarse_table(i: int):
     return f"ranker_coarse_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
+def onemode_table(i: int):
+    """The ``i``-th one-mode table of the ranker's set (:mod:`priors.onemode`: one cloud, labelled by the cut of its
+    first principal component k-means makes; N 100-1000, D 2-64) -> (name, DataFrame, labels)."""
+    from pipeline.evaluation.suites import prior_frame
+    from priors.onemode import sample_one_mode
+
+    task = sample_one_mode(TRAIN_SEED + i, n_rows=(100, 1000), n_features=(2, 64))
+    return f"ranker_onemode_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
 #: The ranker's table families: each one's tables and the prefix of its record chunks' file names.
 FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}"),
-            "coarse": (coarse_table, f"coarse-v{COARSE_VERSION}")}
+            "coarse": (coarse_table, f"coarse-v{COARSE_VERSION}"),
+            "onemode": (onemode_table, f"onemode-v{ONE_MODE_VERSION}")}
 #: The families a fit may add to the prior's tables (``RankerFitConfig.extra_tables``).
-EXTRA_FAMILIES = ("shapes", "coarse")
+EXTRA_FAMILIES = ("shapes", "coarse", "onemode")
 
 
 @dataclasses.dataclass(frozen=True)

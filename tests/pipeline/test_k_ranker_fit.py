@@ -124,6 +124,18 @@ def test_coarse_tables_are_the_mix_with_coarse_columns_on_seeds_of_their_own():
     assert min(few) <= 10  # at least one column read at a few levels or as small counts
 
 
+@pytest.mark.parametrize("family", ["shapes", "coarse", "onemode"])
+def test_each_extra_family_draws_its_own_labelled_tables_deterministically(family):
+    from pipeline.k_ranker_fit import EXTRA_FAMILIES, FAMILIES
+
+    assert family in EXTRA_FAMILIES
+    table, prefix = FAMILIES[family]
+    (name, frame, y), (_, again, y2) = table(2), table(2)
+    assert name == f"ranker_{family}_2" and prefix.startswith(f"{family}-v")
+    assert frame.equals(again) and np.array_equal(y, y2) and len(frame) == len(y) >= 100
+    assert len(np.unique(y)) >= 2 and not frame.equals(table(3)[1])
+
+
 def test_the_job_reads_extra_tables_as_family_equals_count(tmp_path):
     from jobs.fit_k_ranker import parse_args
 
