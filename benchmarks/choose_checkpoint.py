@@ -10,10 +10,10 @@ development sets only: ``prior`` (held-out tasks of the paper's prior, validatio
 ``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
 one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights), ``coarse``
 (the same prior, some continuous columns of every table read as ordinal levels, rounded values or counts,
-``NuisanceConfig.p_discrete = 1``; added 2026-11-29), ``low-d`` (the
-same prior with 2 or 3 columns; added 2026-11-29), ``dev`` (the 23 tables of ``../shared/benchmarks/dev``) and
-``shapes`` (the 54 generated tables of arcs, rings and non-spherical blobs of ``benchmarks/shapes.py``; added
-2026-11-29). The test suites are not touched.
+``NuisanceConfig.p_discrete = 1``; added 2026-11-29), ``low-d`` (the same prior with 2 or 3 columns; added
+2026-11-29), ``dev`` (the 23 tables of ``../shared/benchmarks/dev``) and ``shapes`` (the 54 generated tables of
+arcs, rings and non-spherical blobs of ``benchmarks/shapes.py``; added 2026-11-29). The test suites are not
+touched.
 
 The rule (docs/DESIGN.md, "Decision protocol"): per set, each candidate against the baseline table by table as a
 paired mean ARI difference +- its standard error; a candidate qualifies when it gains beyond two standard errors on
@@ -51,9 +51,8 @@ SETS = ("prior", "noisy", "one-informative", "coarse", "low-d", "dev", "shapes")
 def tables(which: str, n_tasks: int, offset: int = 0):
     """(name, frame, labels) of one development set, the same for every checkpoint; ``offset``: a synthetic set's
     tables from that validation seed (``shapes``: that table) on (a fresh draw of the same set; the dev suite has
-    none). ``low-d``: the
-    paper's prior with 2 or 3 columns, the low-dimensional tables that a mixture's estimated proportions can
-    mislead."""
+    none). ``low-d``: the paper's prior with 2 or 3 columns, the low-dimensional tables that a mixture's estimated
+    proportions can mislead."""
     if which == "dev":
         if offset:
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")

@@ -20,9 +20,9 @@ A rule's pick scores the ARI of the partition the estimator's default refine ret
 ``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``dev``, ``shapes``; ``--sets``)
 each rule against ``expected_ari`` (or ``--baseline RULE``, one of the rules above, e.g. the shipped checkpoint given
 as one of the checkpoints; or, with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same
-records) table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
-(docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on
-none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
+records) table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The
+protocol (docs/DESIGN.md): a rule qualifies when it gains beyond two standard errors on a set and loses beyond one
+on none; of those that qualify the one with the largest mean gain over the sets (each weighted equally) is chosen.
 Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each rule's K and ARI).
 """
 
