@@ -382,3 +382,14 @@ def test_k_calibration_reads_each_tables_temperature_and_leaves_the_slope_out_on
     assert list(df.loc[df["set"] == "dev", "distribution"]) == ["ranker", "cin", "ranker, slope left out"]
     assert "times exp(3.00 x (1 - the table's fraction of distinct values))" in (tmp_path / "k-calibration.md"
                                                                                   ).read_text()
+
+
+def test_the_coarse_set_is_the_prior_sets_tables_read_coarsely():
+    """Same validation seeds as ``prior``: the same rows, labels and untouched columns; only some continuous
+    columns hold a few levels or counts, so the set isolates what coarse measurement costs."""
+    from benchmarks.choose_checkpoint import tables
+
+    for (name, frame, y), (_, plain, y0) in zip(tables("coarse", 3), tables("prior", 3)):
+        assert name.startswith("coarse_") and frame.shape == plain.shape and np.array_equal(y, y0)
+        changed = [c for c in frame.columns if not np.allclose(frame[c].to_numpy(float), plain[c].to_numpy(float))]
+        assert changed and all(frame[c].nunique() < plain[c].nunique() for c in changed)
