@@ -26,6 +26,12 @@ A method that fails or times out on a dataset is recorded as failed; the exit st
 benchmark ran, 1 when it could not run (missing checkpoint or benchmark folder, unknown method)."""
 
 
+def _true_false(word: str) -> bool:
+    if word.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {word!r}")
+    return word.lower() == "true"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,6 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN may answer one cluster for a table without structure (default: K >= 2)")
     p.add_argument("--screen-noise", type=screen_noise_setting, default=None, metavar="{auto,true,false}",
                    help="TabClustPFN's dropping of pure-noise columns (default: the estimator's, auto)")
+    p.add_argument("--dequantize", type=_true_false, default=None, metavar="{true,false}",
+                   help="TabClustPFN's spreading of few-level numeric columns (default: the estimator's, false)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
                                                         "per regime group, 6 methods, 16 calibration datasets")
@@ -75,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
                          k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
                          allow_single_cluster=args.allow_single_cluster, screen_noise=args.screen_noise,
+                         dequantize=args.dequantize,
                          output_dir=args.output,
                          quick=args.quick,
                          calibration_size=args.calibration_size, tasks_per_group=args.tasks_per_group,

@@ -55,6 +55,7 @@ class EvalConfig:
     refine: str | None = None  # TabClustPFN's test-time refinement (None: the estimator's default)
     allow_single_cluster: bool = False  # TabClustPFN may answer one cluster (the estimator's option; off)
     screen_noise: bool | str | None = None  # TabClustPFN's dropping of pure-noise columns (None: the default)
+    dequantize: bool | None = None  # TabClustPFN's spreading of few-level columns (None: the default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -109,7 +110,8 @@ class TaskFailure:
 
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
                   k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
-                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None) -> dict:
+                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
+                  dequantize: bool | None = None) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
@@ -117,7 +119,7 @@ def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
             out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection,
                              n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
-                             screen_noise=screen_noise)
+                             screen_noise=screen_noise, dequantize=dequantize)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": "",
                 **calib.k_probability_scores(out.get("k_probabilities"), dataset.n_clusters)}
@@ -230,7 +232,7 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
     refs = {d.name: ray.put(d) for d in datasets}
     calls = [((s.name, d.name), evaluate_pair,
               (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators, cfg.refine,
-               cfg.allow_single_cluster, cfg.screen_noise))
+               cfg.allow_single_cluster, cfg.screen_noise, cfg.dequantize))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -325,6 +327,8 @@ def command_line(cfg: EvalConfig) -> str:
         parts.append("--allow-single-cluster")
     if cfg.screen_noise is not None:
         parts.append(f"--screen-noise {str(cfg.screen_noise).lower()}")
+    if cfg.dequantize is not None:
+        parts.append(f"--dequantize {str(cfg.dequantize).lower()}")
     if cfg.methods is not None:
         parts.append("--methods " + " ".join(f"'{m}'" for m in cfg.methods))
     if cfg.quick:
@@ -337,6 +341,13 @@ def _screen_noise(cfg: EvalConfig) -> str:
     from model.screening import DEFAULT_SCREEN_NOISE
 
     return str(DEFAULT_SCREEN_NOISE if cfg.screen_noise is None else cfg.screen_noise)
+
+
+def _dequantize(cfg: EvalConfig) -> bool:
+    """The estimator's ``dequantize`` as the run used it."""
+    from model.dequantize import DEFAULT_DEQUANTIZE
+
+    return DEFAULT_DEQUANTIZE if cfg.dequantize is None else cfg.dequantize
 
 
 def _k_rule(cfg: EvalConfig) -> str:
@@ -364,7 +375,8 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) ->
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
             + (", one-cluster answer allowed (`allow_single_cluster`)" if cfg.allow_single_cluster else "")
-            + f", pure-noise columns dropped by `screen_noise={_screen_noise(cfg)}`.",
+            + f", pure-noise columns dropped by `screen_noise={_screen_noise(cfg)}`, few-level columns spread by "
+            f"`dequantize={_dequantize(cfg)}`.",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "

@@ -92,3 +92,10 @@ def test_quick_mode_end_to_end(ray_local, job, tmp_path, tiny_checkpoint, tracki
     client = mlflow.MlflowClient(tracking_uri)
     [run] = client.search_runs([client.get_experiment_by_name("evaluation").experiment_id])
     assert "calibration.coverage_0.9" in run.data.metrics and run.data.params["quick"] == "True"
+
+
+def test_dequantize_takes_true_or_false(job):
+    assert job.parse_args(["--dequantize", "TRUE"]).dequantize is True
+    assert job.parse_args(["--dequantize", "false"]).dequantize is False and job.parse_args([]).dequantize is None
+    with pytest.raises(SystemExit):
+        job.parse_args(["--dequantize", "maybe"])

@@ -126,6 +126,18 @@ def test_tabclustpfn_drops_noise_columns_by_default_and_keeps_them_when_told(tin
     assert evaluate_pair(spec, ds, tiny_checkpoint, 0, screen_noise=False)["ari"] != alone["ari"]
 
 
+def test_tabclustpfn_spreads_few_level_columns_only_when_told(tiny_checkpoint):
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1, 2], 100)
+    table = pd.DataFrame(np.clip(np.round(y[:, None] * 1.5 + 1 + rng.normal(0, 0.8, (300, 4))), 1, 5),
+                         columns=list("abcd"))
+    ds = EvalDataset("levels", "data", "data", table, y, 3)
+    spec = next(m for m in METHODS if m.name == "TabClustPFN*")
+    plain, spread = evaluate_pair(spec, ds, tiny_checkpoint, 0), evaluate_pair(spec, ds, tiny_checkpoint, 0,
+                                                                               dequantize=True)
+    assert plain["status"] == spread["status"] == "ok" and plain["ari"] != spread["ari"]
+
+
 @pytest.mark.slow
 def test_benchmark_on_a_data_folder_end_to_end(ray_local, tmp_path, tiny_checkpoint, tracking_uri):
     import mlflow
@@ -180,6 +192,8 @@ def test_command_line_reproduces_the_non_default_settings():
     assert command_line(cfg) == "python jobs/evaluate.py --suite real --allow-single-cluster --methods 'TabClustPFN'"
     assert command_line(EvalConfig(suites=("dev",), screen_noise="False")) == \
         "python jobs/evaluate.py --suite dev --screen-noise false"
+    assert command_line(EvalConfig(suites=("dev",), dequantize=True)) == \
+        "python jobs/evaluate.py --suite dev --dequantize true"
 
 
 def test_report_header_names_the_estimator_settings():
@@ -195,5 +209,7 @@ def test_report_header_names_the_estimator_settings():
     assert "one-cluster answer allowed" in "\n".join(_header(EvalConfig(allow_single_cluster=True), 3, 2, 1.0))
     assert "pure-noise columns dropped by `screen_noise=auto`" in text  # the estimator's default
     assert "`screen_noise=True`" in "\n".join(_header(EvalConfig(screen_noise=True), 3, 2, 1.0))
+    assert "few-level columns spread by `dequantize=False`" in text  # the estimator's default
+    assert "`dequantize=True`" in "\n".join(_header(EvalConfig(dequantize=True), 3, 2, 1.0))
     with pytest.raises(ValueError, match="n_estimators"):
         EvalConfig(n_estimators=0)
