@@ -298,6 +298,24 @@ def test_a_request_can_allow_one_cluster_for_a_table_without_structure(tiny_chec
     assert (labels == 0).all()
 
 
+def test_a_request_spreads_few_level_columns_only_when_asked(tiny_checkpoint):
+    """``dequantize`` is served under the estimator's name and default (off): a request that sets it gets the
+    estimator's answer with the few-level columns spread."""
+    from pipeline.pyfunc import PARAMS
+
+    assert ("dequantize", "boolean", False) in PARAMS
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1, 2], 100)
+    table = pd.DataFrame(np.clip(np.round(y[:, None] * 1.5 + 1 + rng.normal(0, 0.8, (300, 4))), 1, 5),
+                         columns=list("abcd"))
+    model = _pyfunc(tiny_checkpoint)
+    plain = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0).fit_predict(table)
+    spread = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0, dequantize=True).fit_predict(table)
+    assert not np.array_equal(plain, spread)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3}), plain)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3, "dequantize": True}), spread)
+
+
 def test_a_request_screens_noise_columns_as_the_estimator_does(tiny_checkpoint):
     """``screen_noise`` is served under the estimator's name and default ("auto", a string param: the words
     "auto", "true", "false"): by default a request gets the estimator's answer without the noise columns beside a
