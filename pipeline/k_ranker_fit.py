@@ -100,16 +100,24 @@ class RankerFitConfig:
             raise ValueError(f"unknown target {self.target!r}: choose one of {CANDIDATE_STAGES}")
 
 
-def train_table(i: int):
-    """The ``i``-th table of the ranker's set -> (name, DataFrame, labels)."""
+def _mix_table(name: str, i: int, seed: int, coarse: bool = False):
+    """The ranker's mix (half clean, a quarter noisy, a quarter one-informative by ``i``), drawn from ``seed``;
+    ``coarse``: some continuous columns of it measured coarsely (``NuisanceConfig.p_discrete = 1``)."""
     from pipeline.config import StreamConfig
     from pipeline.evaluation.suites import prior_frame, prior_variant
     from priors.sample import sample_dataset
 
-    variant = ("prior", "prior", "noisy", "one-informative")[i % 4]  # half clean, a quarter each of the others
+    variant = ("prior", "prior", "noisy", "one-informative")[i % 4]
     prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
-    task = sample_dataset(TRAIN_SEED + i, kind="mix", config=prior)
-    return f"ranker_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+    if coarse:
+        prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_discrete=1.0))
+    task = sample_dataset(seed, kind="mix", config=prior)
+    return name, prior_frame(task.X, task.categorical), np.asarray(task.y)
+
+
+def train_table(i: int):
+    """The ``i``-th table of the ranker's set -> (name, DataFrame, labels)."""
+    return _mix_table(f"ranker_{i}", i, TRAIN_SEED + i)
 
 
 def shape_table(i: int):
@@ -122,18 +130,10 @@ def shape_table(i: int):
 
 
 def coarse_table(i: int):
-    """The ``i``-th coarse table of the ranker's set: the prior's mix of :func:`train_table` (its own seeds,
-    ``TRAIN_SEED + 2**50 + i``), some continuous columns of every table measured coarsely
-    (``NuisanceConfig.p_discrete = 1``) -> (name, DataFrame, labels)."""
-    from pipeline.config import StreamConfig
-    from pipeline.evaluation.suites import prior_frame, prior_variant
-    from priors.sample import sample_dataset
-
-    variant = ("prior", "prior", "noisy", "one-informative")[i % 4]
-    prior = prior_variant(dataclasses.replace(StreamConfig().prior, n_rows=(100, 1000)), variant)
-    prior = dataclasses.replace(prior, nuisance=dataclasses.replace(prior.nuisance, p_discrete=1.0))  # "coarse"
-    task = sample_dataset(TRAIN_SEED + 2**50 + i, kind="mix", config=prior)
-    return f"ranker_coarse_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+    """The ``i``-th coarse table of the ranker's set: the mix of :func:`train_table` on seeds of its own
+    (``TRAIN_SEED + 2**50 + i``), some continuous columns of every table measured coarsely -> (name, DataFrame,
+    labels)."""
+    return _mix_table(f"ranker_coarse_{i}", i, TRAIN_SEED + 2**50 + i, coarse=True)
 
 
 def onemode_table(i: int):
