@@ -393,3 +393,27 @@ def test_the_coarse_set_is_the_prior_sets_tables_read_coarsely():
         assert name.startswith("coarse_") and frame.shape == plain.shape and np.array_equal(y, y0)
         changed = [c for c in frame.columns if not np.allclose(frame[c].to_numpy(float), plain[c].to_numpy(float))]
         assert changed and all(frame[c].nunique() < plain[c].nunique() for c in changed)
+
+
+def test_choose_ensemble_fits_every_count_on_the_same_tables_and_applies_the_cost_rule(tmp_path):
+    import math
+
+    import torch
+
+    from benchmarks.choose_ensemble import VARIANTS, main
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "choice-ensemble"
+    main(["--set", "low-d", "--tasks", "3", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 3 and set(df["set"]) == {"low-d"}
+    for v in VARIANTS:
+        # a table of D columns has D! orderings: a count past that uses all of them
+        assert (df[f"{v}_members"] == np.minimum(int(v), [math.factorial(d) for d in df["columns"]])).all()
+        assert df[v].between(-1, 1).all() and (df[f"{v}_s"] > 0).all()
+    same = df["2_members"] == df["4_members"]  # two columns: 2 and 4 orderings are the same 2, the same answer
+    assert (df.loc[same, "2"] == df.loc[same, "4"]).all() and (df.loc[same, "2_k"] == df.loc[same, "4_k"]).all()
+    report = (tmp_path / "choice-ensemble.md").read_text()
+    assert "| low-d | 3 | 1 |" in report and "| 4 | " in report.split("Fit time")[1]
+    assert "Chosen: " in report and "Command: `python benchmarks/choose_ensemble.py --set low-d" in report
+    assert torch.get_num_threads() == threads  # run in-process, it timed on one thread and gave the others back

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.evaluation.protocol import beyond, gains_and_losses
+from pipeline.evaluation.protocol import beyond, cheapest_holding, gains_and_losses
 
 
 def _paired(diff: np.ndarray) -> tuple[float, float]:
@@ -30,3 +30,14 @@ def test_gains_and_losses_name_the_sets_beyond_their_bounds():
     assert gains == ["prior"]  # 2.5 s.e.; dev's 0.1 s.e. is not
     assert losses == ["noisy"]  # 1.5 s.e.; low-d's exactly 1 s.e. is not
     assert gains_and_losses({"prior": (0.008, 0.004)}) == ([], [])  # exactly 2 s.e.: not beyond
+
+
+def test_a_cheaper_candidate_wins_only_where_it_loses_on_no_set_and_the_cheapest_of_those_wins():
+    per = {"1": {"prior": (-0.030, 0.005), "dev": (0.0, 0.01)},  # loses 6 s.e. on prior: out, cheapest or not
+           "2": {"prior": (-0.004, 0.005), "dev": (-0.01, 0.02)},  # within one s.e. everywhere
+           "3": {"prior": (0.0, 0.004), "dev": (0.0, 0.01)}}
+    cost = {"baseline": 1.0, "1": 0.3, "2": 0.5, "3": 0.75}
+    chosen, losses = cheapest_holding(per, cost)
+    assert chosen == "2" and losses == {"1": ["prior"], "2": [], "3": []}
+    assert cheapest_holding(per, {**cost, "2": 1.2, "3": 1.0})[0] is None  # not cheaper than the baseline: out
+    assert cheapest_holding({"1": per["1"]}, cost) == (None, {"1": ["prior"]})

@@ -1,0 +1,118 @@
+"""How many column orderings the estimator averages by default (``TabClustPFN(n_estimators=)``), chosen for cost on
+development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_ensemble.py --out docs/results/choice-ensemble
+
+The orderings are most of a fit's time (each is one pass of the encoder), and issue 28 asks that the estimator with
+every default on be no slower than k-means with a silhouette sweep. Each table of the development sets of
+``benchmarks/choose_checkpoint.py`` (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``low-d``, ``dev``,
+``shapes``) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred,
+with 4 orderings (today's default, the baseline), 3, 2 and 1, in one process per worker with one torch thread (as
+``jobs/evaluate.py`` runs a method). Per set, each count against 4 table by table: paired mean ARI difference +-
+standard error, tables better / worse, mean |K^ - K|; and each count's median seconds per table over all sets.
+The protocol's rule for a choice made for cost (docs/DESIGN.md): a cheaper count qualifies when it loses beyond one
+standard error on no set, and the cheapest of those wins. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "dev": 23, "shapes": 54}
+BASELINE = "4"
+VARIANTS = ("4", "3", "2", "1")
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    checkpoint, which, n, start, stop, offset = args
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as jobs/evaluate.py runs a method: one CPU per task
+    try:
+        return _fits(checkpoint, which, n, start, stop, offset)
+    finally:
+        torch.set_num_threads(threads)  # run in-process (workers=1), the caller keeps its threads
+
+
+def _fits(checkpoint: str, which: str, n: int, start: int, stop: int, offset: int) -> list[dict]:
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+    from model.estimator import TabClustPFN
+
+    estimators = {v: TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=int(v)) for v in VARIANTS}
+    for est in estimators.values():  # each loads the network once, before any clock starts
+        est.fit(np.random.default_rng(0).normal(size=(32, 2)))
+    rows = []
+    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
+        if not start <= i < stop:
+            continue
+        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
+               "columns": frame.shape[1]}
+        for variant in VARIANTS:
+            started = time.perf_counter()
+            est = estimators[variant].fit(frame)
+            row.update({variant: adjusted_rand_score(y, est.labels_), f"{variant}_k": est.n_clusters_,
+                        f"{variant}_s": time.perf_counter() - started, f"{variant}_members": est.n_estimators_})
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import rows_per_set, table, write_results
+    from model.estimator import default_checkpoint_path
+    from pipeline.evaluation.protocol import cheapest_holding
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
+    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all seven")
+    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
+    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
+    ap.add_argument("--offset", type=int, default=0,
+                    help="the synthetic sets' tables from this validation seed on: a fresh draw to confirm a choice")
+    ap.add_argument("--out", default="docs/results/choice-ensemble")
+    args = ap.parse_args(argv)
+    if args.offset and "dev" in args.set:
+        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
+    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers,
+                                   extra=(args.offset,)))
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    cost = {v: float(df[f"{v}_s"].median()) for v in VARIANTS}
+    chosen, losses = cheapest_holding({v: diffs[v] for v in VARIANTS if v != BASELINE},
+                                      {"baseline": cost[BASELINE], **cost})
+    dev = df[df.set == "dev"]
+    times = ["| orderings | median s per table (all sets) | median s per table (dev) | vs 4 (all sets) |",
+             "|---|---|---|---|"]
+    times += [f"| {v} | {cost[v]:.3f} | {dev[f'{v}_s'].median() if len(dev) else float('nan'):.3f} | "
+              f"{cost[v] / cost[BASELINE]:.2f} |" for v in VARIANTS]
+    verdicts = [f"- {v} ordering{'s' if v != '1' else ''}: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
+                f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[BASELINE]:.2f} of the baseline's time)"
+                for v in VARIANTS if v != BASELINE]
+    given = sys.argv[1:] if argv is None else list(argv)
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    out = [f"# Column orderings averaged per fit ({sets}, K inferred)", "",
+           *[line.replace("| rule |", "| orderings |") for line in lines], "",
+           f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
+           "once:", "", *times, "",
+           "Protocol (a choice for cost): a cheaper count qualifies when it loses beyond one standard error on no "
+           "set; the cheapest of those wins.", "", *verdicts, "",
+           f"Chosen: {f'{chosen} orderings' if chosen else f'none (the baseline, {BASELINE} orderings, stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_ensemble.py " + " ".join(given) + "`",
+           checkpoint_line(args.checkpoint), *machine_lines()]
+    write_results(args.out, df, out)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
