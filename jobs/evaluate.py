@@ -68,7 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "of 320 per D); default: all, or 4 with --quick")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per method x dataset run")
     p.add_argument("--seed", type=int, default=0, help="random_state of every method (default: %(default)s)")
-    p.add_argument("--num-workers", type=int, default=None, help="parallel Ray tasks (default: one per CPU)")
+    p.add_argument("--num-workers", type=int, default=None,
+                   help="parallel Ray tasks (default: one per CPU, on one node at most one per core: each run is "
+                        "timed on a core of its own)")
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: sqlite:///mlruns.db)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return p.parse_args(argv)

@@ -233,7 +233,7 @@ def render_block(results: pd.DataFrame, csv_path: Path, provenance: dict[str, st
     notes = ("ARI differences are TabClustPFN (K inferred) minus the peer, table by table over the tables both ran; "
              "a tie counts half a win; p is two-sided; \"ahead\" or \"behind\" only where p < "
              f"{ALPHA:g} and the interval excludes 0. Seconds are per table as the evaluation ran it (each run a "
-             "Ray task of one CPU; loading the model excluded).")
+             "Ray task of one CPU, at most one per core; loading the model excluded).")
     lines = [*table_lines, "", *summary, "", notes, "", *_provenance_lines(csv_path, provenance)]
     return "\n".join(lines) + "\n"
 

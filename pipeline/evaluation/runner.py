@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 import warnings
 from collections import deque
@@ -86,7 +87,7 @@ class EvalConfig:
             raise ValueError(f"tasks_per_group must be >= 1 (--tasks-per-group; leave it unset for the whole "
                              f"regime suites), got {self.tasks_per_group}")
         if self.num_workers is not None and self.num_workers < 1:
-            raise ValueError(f"num_workers must be >= 1 (--num-workers; leave it unset for one worker per CPU), "
+            raise ValueError(f"num_workers must be >= 1 (--num-workers; leave it unset for one worker per core), "
                              f"got {self.num_workers}")
         if self.methods is not None and len(self.methods) == 0:
             raise ValueError("no method to run: methods is empty; name at least one (--methods) or pass None for all")
@@ -183,6 +184,19 @@ def run_with_timeouts(calls: list[tuple[Any, Callable, tuple]], *, timeout_s: fl
                     finish(gen, TaskFailure("timeout", f"no result within {timeout_s:g} s; cancelled"))
                     logger.warning("%s timed out after %g s", key, timeout_s)
     return results
+
+
+def default_workers() -> int:
+    """Tasks in flight unless ``num_workers`` says: one per CPU of the joined Ray, and on a Ray of one node no more
+    than this machine's cores. A local Ray is given more logical CPUs than a small machine has cores
+    (``pipeline.ray_env.MIN_LOCAL_CPUS``, for Train and Data), and a run timed while another shares its core
+    reports about twice its time."""
+    import ray
+
+    cpus = max(1, int(ray.available_resources().get("CPU", 1)))
+    if len([n for n in ray.nodes() if n.get("Alive")]) == 1:
+        cpus = min(cpus, os.cpu_count() or 1)
+    return cpus
 
 
 def regime_tasks(cfg: EvalConfig) -> int | None:
@@ -366,10 +380,11 @@ def _k_rule(cfg: EvalConfig) -> str:
     return "`auto` (the checkpoint's K ranker)" if resolved == "ranker" else f"`auto` ({resolved})"
 
 
-def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float) -> list[str]:
+def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float, workers: int) -> list[str]:
     return [f"Command: `{command_line(cfg)}`", "",
             f"Checkpoint: `{cfg.checkpoint or 'shipped'}`; seed {cfg.seed}; per-run timeout {cfg.timeout_s:g} s; "
-            f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s{' (quick mode)' if cfg.quick else ''}.",
+            f"{n_datasets} datasets x {n_methods} methods in {elapsed:.0f} s, {workers} run(s) at a time"
+            f"{' (quick mode)' if cfg.quick else ''}.",
             "",
             f"TabClustPFN: K by {_k_rule(cfg)}, "
             f"{cfg.n_estimators or DEFAULT_N_ESTIMATORS} column ordering(s) averaged (`n_estimators`), "
@@ -425,7 +440,7 @@ def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
     init_ray()
     import ray
 
-    workers = cfg.num_workers or max(1, int(ray.available_resources().get("CPU", 1)))
+    workers = cfg.num_workers or default_workers()
     logger.info("%d datasets x %d methods on %d workers", len(datasets), len(specs), workers)
     start = time.perf_counter()
     results = run_pairs(cfg, datasets, specs, workers)
@@ -435,7 +450,7 @@ def run_evaluation(cfg: EvalConfig) -> tuple[pd.DataFrame, Path]:
     elapsed = time.perf_counter() - start
     out_dir = Path(cfg.output_dir)
     files = write_outputs(out_dir, results, dataset_table(datasets), analyses, calibration,
-                          _header(cfg, len(datasets), len(specs), elapsed),
+                          _header(cfg, len(datasets), len(specs), elapsed, workers),
                           report.provenance_lines(cfg.checkpoint, uses_model=uses_model))
     _log_mlflow(cfg, results, calibration, files, elapsed)
     return results, out_dir / "results.md"

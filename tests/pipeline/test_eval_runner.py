@@ -201,15 +201,32 @@ def test_report_header_names_the_estimator_settings():
     from pipeline.evaluation.runner import _header
 
     assert (f"TabClustPFN: K by `auto` (the checkpoint's K ranker), {DEFAULT_N_ESTIMATORS} column ordering(s) "
-            "averaged" in "\n".join(_header(EvalConfig(), 3, 2, 1.0)))  # the shipped checkpoint carries a ranker
-    assert "K by `auto` (expected_ari), " in "\n".join(_header(EvalConfig(refine="none"), 3, 2, 1.0))
-    text = "\n".join(_header(EvalConfig(k_selection="posterior_mode", n_estimators=1), 3, 2, 1.0))
+            "averaged" in "\n".join(_header(EvalConfig(), 3, 2, 1.0, 2)))  # the shipped checkpoint carries a ranker
+    assert "K by `auto` (expected_ari), " in "\n".join(_header(EvalConfig(refine="none"), 3, 2, 1.0, 2))
+    text = "\n".join(_header(EvalConfig(k_selection="posterior_mode", n_estimators=1), 3, 2, 1.0, 2))
     assert "TabClustPFN: K by `posterior_mode`, 1 column ordering(s) averaged" in text
     assert "allow_single_cluster" not in text
-    assert "one-cluster answer allowed" in "\n".join(_header(EvalConfig(allow_single_cluster=True), 3, 2, 1.0))
+    assert "one-cluster answer allowed" in "\n".join(_header(EvalConfig(allow_single_cluster=True), 3, 2, 1.0, 2))
     assert "pure-noise columns dropped by `screen_noise=auto`" in text  # the estimator's default
-    assert "`screen_noise=True`" in "\n".join(_header(EvalConfig(screen_noise=True), 3, 2, 1.0))
+    assert "`screen_noise=True`" in "\n".join(_header(EvalConfig(screen_noise=True), 3, 2, 1.0, 2))
     assert "few-level columns spread by `dequantize=False`" in text  # the estimator's default
-    assert "`dequantize=True`" in "\n".join(_header(EvalConfig(dequantize=True), 3, 2, 1.0))
+    assert "`dequantize=True`" in "\n".join(_header(EvalConfig(dequantize=True), 3, 2, 1.0, 2))
+    assert "3 datasets x 2 methods in 1 s, 2 run(s) at a time." in text  # how the times were taken
     with pytest.raises(ValueError, match="n_estimators"):
         EvalConfig(n_estimators=0)
+
+
+def test_runs_are_timed_one_per_core_by_default(ray_local, monkeypatch):
+    """The session's local Ray has 4 logical CPUs (more than a 2-core machine has cores, for Train and Data);
+    the evaluation keeps no more tasks in flight than this machine has cores, so no run is timed while another
+    shares its core."""
+    import ray
+
+    from pipeline.evaluation import runner
+
+    cpus = int(ray.available_resources().get("CPU", 1))
+    assert cpus >= 2
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
+    assert runner.default_workers() == 1
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 64)
+    assert runner.default_workers() == cpus  # never more than Ray offers
