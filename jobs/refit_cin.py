@@ -12,13 +12,16 @@ checkpoint is OUT/model.pt; compare it with its parent before shipping it, on he
 defaults (10,000 prior tables and 2,500 one-mode ones of N 100-1000, run seed 200) are the recipe of the shipped
 CIN, which ran with ``--run-seed 201`` (docs/DESIGN.md, "CIN refit"); ``--one-mode-tasks 0`` refits on the
 paper's prior alone, and ``--one-mode-tasks 0 --n-rows 500 1000`` as the first refit (``cin-refit-s200c``,
-2026-11-27) did.
+2026-11-27) did; ``--nuisance p_noise_features=0.5 min_informative=1 p_contamination=0.2 p_discrete=0.3`` draws
+the prior tables as ``make gpu-continue`` trains on them.
 Exit status 1 with a message when the checkpoint or the settings are unusable.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
 import json
 import logging
 import sys
@@ -26,6 +29,7 @@ import sys
 from model.checkpoint import CheckpointError
 from model.estimator import default_checkpoint_path
 from pipeline.cin_refit import RefitConfig, refit_cin
+from priors.config import NuisanceConfig
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="one-mode tables (priors.onemode, K = 2) besides the prior's (default: %(default)s)")
     p.add_argument("--one-mode-val-tasks", type=int, default=None,
                    help=f"of which held out (default: {d.one_mode_val_tasks}, or 0 with --one-mode-tasks 0)")
+    p.add_argument("--nuisance", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="the prior tables' nuisance (priors.config.NuisanceConfig fields), e.g. p_noise_features=0.5 "
+                        "min_informative=1 p_discrete=0.3 (default: none, the paper's prior)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray tasks at once (default: the CPUs)")
     p.add_argument("--tracking-uri", default=None, help="MLflow store (default: sqlite:///mlruns.db)")
     p.add_argument("--run-name", default=None, help="MLflow run name and lineage label (default: the out folder)")
@@ -64,6 +71,22 @@ def one_mode_val_tasks(args: argparse.Namespace) -> int:
     return RefitConfig.one_mode_val_tasks if args.one_mode_tasks else 0  # the field's default
 
 
+def nuisance_config(pairs: list[str]) -> NuisanceConfig:
+    """``KEY=VALUE`` pairs -> the prior's NuisanceConfig (values as Python literals; a list is a range)."""
+    fields = {f.name for f in dataclasses.fields(NuisanceConfig)}
+    values = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or key not in fields:
+            raise ValueError(f"--nuisance takes KEY=VALUE with KEY one of {sorted(fields)}, got {pair!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--nuisance {key}: {text!r} is not a number or a list of two") from None
+        values[key] = tuple(value) if isinstance(value, list) else value
+    return NuisanceConfig(**values)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
@@ -73,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                           n_estimators=args.n_estimators, chunk_size=args.chunk_size, epochs=args.epochs,
                           lr=args.lr, batch_size=args.batch_size, n_rows=tuple(args.n_rows),
                           one_mode_tasks=args.one_mode_tasks, one_mode_val_tasks=one_mode_val_tasks(args),
-                          num_workers=args.num_workers, tracking_uri=args.tracking_uri, run_name=args.run_name)
+                          nuisance=nuisance_config(args.nuisance), num_workers=args.num_workers,
+                          tracking_uri=args.tracking_uri, run_name=args.run_name)
         summary = refit_cin(cfg)
     except (CheckpointError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

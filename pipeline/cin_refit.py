@@ -52,6 +52,7 @@ from model.lineage import inherited_lineage
 from pipeline.config import seeds_used
 from pipeline.prior_stream import RUN_SEED_STRIDE, validation_seeds
 from priors import PriorConfig
+from priors.config import NuisanceConfig
 from priors.onemode import ONE_MODE_VERSION
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,9 @@ class RefitConfig:
     n_features: tuple[int, int] = (2, 64)
     one_mode_tasks: int = 2500
     one_mode_val_tasks: int = 500
+    #: the prior tables' noise columns, contaminated rows and coarse columns (``priors.config.NuisanceConfig``;
+    #: the default, none of them, is the paper's prior)
+    nuisance: NuisanceConfig = dataclasses.field(default_factory=NuisanceConfig)
     num_workers: int | None = None
     tracking_uri: str | None = None
     experiment: str = "tabclustpfn-cin-refit"
@@ -145,7 +149,12 @@ class RefitConfig:
         self.prior()  # the prior's own checks, now rather than inside a Ray task
 
     def prior(self) -> PriorConfig:
-        return PriorConfig(n_rows=self.n_rows, n_features=self.n_features)
+        return PriorConfig(n_rows=self.n_rows, n_features=self.n_features, nuisance=self.nuisance)
+
+    def nuisance_changes(self) -> dict[str, Any]:
+        """The nuisance settings that differ from the paper's prior (empty: its tables)."""
+        base = dataclasses.asdict(NuisanceConfig())
+        return {k: v for k, v in dataclasses.asdict(self.nuisance).items() if v != base[k]}
 
     def seeds(self, chunk: int, kind: str = PRIOR) -> list[int]:
         """The seeds of chunk ``chunk`` of the ``kind`` tables (``PRIOR`` or ``ONE_MODE``)."""
@@ -167,8 +176,11 @@ class RefitConfig:
 
     def manifest(self, sha: str) -> dict[str, Any]:
         """What the records depend on: a rerun must match it to reuse them."""
-        return {"checkpoint_sha256": sha, "run_seed": self.run_seed, "n_estimators": self.n_estimators,
-                "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features)}
+        out = {"checkpoint_sha256": sha, "run_seed": self.run_seed, "n_estimators": self.n_estimators,
+               "chunk_size": self.chunk_size, "n_rows": list(self.n_rows), "n_features": list(self.n_features)}
+        if self.nuisance_changes():  # the paper's prior keeps the manifests of before
+            out["nuisance"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.nuisance_changes().items()}
+        return out
 
 
 def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig,
@@ -339,12 +351,15 @@ def refit_cin(cfg: RefitConfig) -> dict[str, Any]:
     lineage, inherited_tasks = inherited_lineage(metadata)
     wall = time.perf_counter() - start
     tables = cfg.tasks + cfg.one_mode_tasks
+    changes = cfg.nuisance_changes()
+    nuisance_what = "" if not changes else " with nuisance " + ", ".join(f"{k}={v}" for k, v in changes.items())
     one_mode_what = "" if one_mode is None else (
         f" and {cfg.one_mode_tasks - cfg.one_mode_val_tasks} one-mode tables of priors.onemode (K = 2)")
     phase = {"phase": len(lineage) + 1, "run": cfg.run_name or out.name, "seed": cfg.run_seed, "steps": 0,
              "tasks": tables, "wall_s": round(wall, 1),
              "device": f"{platform.machine()} CPU, {cfg.num_workers or 'all'} Ray workers",
-             "what": f"CIN refit on the frozen PIN (pipeline.cin_refit): {n_fit} prior tables{one_mode_what} "
+             "what": f"CIN refit on the frozen PIN (pipeline.cin_refit): {n_fit} prior tables{nuisance_what}"
+                     f"{one_mode_what} "
                      f"(N {cfg.n_rows[0]}-{cfg.n_rows[1]}, {cfg.n_estimators} orderings), best of {cfg.epochs} "
                      f"epochs on {len(select_on)} held-out ({best}), lr {cfg.lr:g}",
              "cin_refit": {"before": before, "after": after, "paired_ari": paired,

@@ -185,3 +185,29 @@ def test_a_rerun_recomputes_chunks_of_another_length_and_unreadable_ones(tmp_pat
     assert more.manifest("x") == first.manifest("x") and sorted(_recorded_chunks(more, files)) == [0, 1]
     files[1].write_bytes(files[1].read_bytes()[:100])  # a write cut short
     assert sorted(_recorded_chunks(first, files)) == [0, 2]
+
+
+def test_nuisance_reaches_the_prior_tables_the_manifest_and_the_job(tmp_path, tiny_checkpoint, capsys):
+    from pathlib import Path
+
+    from priors import sample_dataset
+    from priors.config import NuisanceConfig
+
+    noisy = _cfg(tiny_checkpoint, tmp_path, None, nuisance=NuisanceConfig(p_noise_features=1.0, min_informative=1,
+                                                                           p_discrete=1.0))
+    plain = _cfg(tiny_checkpoint, tmp_path, None)
+    assert "nuisance" not in plain.manifest("sha")  # the paper's prior: manifests as before
+    assert noisy.manifest("sha")["nuisance"] == {"p_noise_features": 1.0, "min_informative": 1, "p_discrete": 1.0}
+    seeds = noisy.seeds(0)
+    drawn = [sample_dataset(s, config=noisy.prior()) for s in seeds]
+    assert any(t.meta["noise_columns"] for t in drawn) and any(t.meta["discrete_columns"] for t in drawn)
+    blob = Path(tiny_checkpoint).read_bytes()
+    a, b = (_chunk_records(blob, seeds, 2, c.prior(), PRIOR) for c in (noisy, plain))
+    assert not np.array_equal(a.fingerprints, b.fingerprints)  # the records are of the nuisance tables
+    job = load_job("refit_cin")
+    args = job.parse_args(["--nuisance", "p_discrete=0.3", "discrete_levels=[2,5]"])
+    assert job.nuisance_config(args.nuisance) == NuisanceConfig(p_discrete=0.3, discrete_levels=(2, 5))
+    assert job.main(["--nuisance", "p_bogus=1", "--out", str(tmp_path / "o")]) == 1
+    assert "--nuisance takes KEY=VALUE with KEY one of" in capsys.readouterr().err
+    assert job.main(["--nuisance", "p_discrete=2", "--out", str(tmp_path / "o")]) == 1
+    assert "p_discrete must be a probability" in capsys.readouterr().err
