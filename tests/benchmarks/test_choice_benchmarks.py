@@ -94,6 +94,12 @@ def test_choose_checkpoint_pairs_identical_weights_to_zero_and_keeps_the_baselin
     assert "+0.0000 +- 0.0000 | 0 / 0" in text and "Chosen: none; the baseline stays." in text
     assert text.count("Checkpoint sha256:") == 2 and "Command: `python benchmarks/choose_checkpoint.py" in text
     assert "carries no K ranker" not in text  # the twin has the baseline's ranker
+    main([str(twin), "--sets", "prior", "--prior-tasks", "2", "--offset", "1000", "--out", str(out) + "-fresh"])
+    fresh = pd.read_csv(f"{out}-fresh.csv")
+    assert set(fresh["table"]).isdisjoint(df["table"])  # a fresh draw: other tables than the first
+    assert "on a fresh draw of the synthetic development sets" in (tmp_path / "choice-checkpoint-fresh.md").read_text()
+    with pytest.raises(SystemExit):  # the dev suite has no fresh draw
+        main([str(twin), "--sets", "dev", "--offset", "1000", "--out", str(out) + "-x"])
 
 
 def test_choose_checkpoint_says_when_a_candidate_lacks_the_baselines_k_ranker(tmp_path):
