@@ -20,16 +20,13 @@ Exit status 1 with a message when the checkpoint or the settings are unusable.
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
 import json
 import logging
 import sys
 
 from model.checkpoint import CheckpointError
 from model.estimator import default_checkpoint_path
-from pipeline.cin_refit import RefitConfig, refit_cin
-from priors.config import NuisanceConfig
+from pipeline.cin_refit import RefitConfig, nuisance_config, refit_cin
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,22 +66,6 @@ def one_mode_val_tasks(args: argparse.Namespace) -> int:
     if args.one_mode_val_tasks is not None:
         return args.one_mode_val_tasks
     return RefitConfig.one_mode_val_tasks if args.one_mode_tasks else 0  # the field's default
-
-
-def nuisance_config(pairs: list[str]) -> NuisanceConfig:
-    """``KEY=VALUE`` pairs -> the prior's NuisanceConfig (values as Python literals; a list is a range)."""
-    fields = {f.name for f in dataclasses.fields(NuisanceConfig)}
-    values = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or key not in fields:
-            raise ValueError(f"--nuisance takes KEY=VALUE with KEY one of {sorted(fields)}, got {pair!r}")
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"--nuisance {key}: {text!r} is not a number or a list of two") from None
-        values[key] = tuple(value) if isinstance(value, list) else value
-    return NuisanceConfig(**values)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ follows that recipe (docs/DESIGN.md, "CIN refit").
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import logging
@@ -181,6 +182,23 @@ class RefitConfig:
         if self.nuisance_changes():  # the paper's prior keeps the manifests of before
             out["nuisance"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.nuisance_changes().items()}
         return out
+
+
+def nuisance_config(pairs: list[str]) -> NuisanceConfig:
+    """``KEY=VALUE`` pairs (``jobs/refit_cin.py --nuisance``) -> the prior's NuisanceConfig (values as Python
+    literals; a list is a range)."""
+    fields = {f.name for f in dataclasses.fields(NuisanceConfig)}
+    values = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or key not in fields:
+            raise ValueError(f"--nuisance takes KEY=VALUE with KEY one of {sorted(fields)}, got {pair!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--nuisance {key}: {text!r} is not a number or a list of two") from None
+        values[key] = tuple(value) if isinstance(value, list) else value
+    return NuisanceConfig(**values)
 
 
 def _chunk_records(checkpoint: bytes, seeds: list[int], n_estimators: int, prior: PriorConfig,

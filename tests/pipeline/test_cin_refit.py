@@ -12,7 +12,8 @@ import torch
 
 from model.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from model.cin_refit import CardinalityRecords
-from pipeline.cin_refit import ONE_MODE, PRIOR, RefitConfig, _chunk_records, _recorded_chunks, refit_cin
+from pipeline.cin_refit import (ONE_MODE, PRIOR, RefitConfig, _chunk_records, _recorded_chunks, nuisance_config,
+                                 refit_cin)
 from pipeline.config import seeds_used
 from tests.job_scripts import load_job
 from tests.model.conftest import make_tiny_net
@@ -206,7 +207,7 @@ def test_nuisance_reaches_the_prior_tables_the_manifest_and_the_job(tmp_path, ti
     assert not np.array_equal(a.fingerprints, b.fingerprints)  # the records are of the nuisance tables
     job = load_job("refit_cin")
     args = job.parse_args(["--nuisance", "p_discrete=0.3", "discrete_levels=[2,5]"])
-    assert job.nuisance_config(args.nuisance) == NuisanceConfig(p_discrete=0.3, discrete_levels=(2, 5))
+    assert nuisance_config(args.nuisance) == NuisanceConfig(p_discrete=0.3, discrete_levels=(2, 5))
     assert job.main(["--nuisance", "p_bogus=1", "--out", str(tmp_path / "o")]) == 1
     assert "--nuisance takes KEY=VALUE with KEY one of" in capsys.readouterr().err
     assert job.main(["--nuisance", "p_discrete=2", "--out", str(tmp_path / "o")]) == 1
