@@ -22,7 +22,6 @@ errors on a set and loses beyond one on none. Writes ``OUT.md`` and ``OUT.csv`` 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -33,7 +32,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "dev": 23, "shapes": 54}
 BASELINE = "keep"
 VARIANTS = ("keep", "spread")
 
@@ -68,23 +66,10 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import rows_per_set, table, verdict, write_results
-    from model.estimator import default_checkpoint_path
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
-    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all seven")
-    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
-    ap.add_argument("--offset", type=int, default=0,
-                    help="the synthetic sets' tables from this validation seed on: a fresh draw to confirm a choice")
-    ap.add_argument("--out", default="docs/results/choice-dequantize")
-    args = ap.parse_args(argv)
-    if args.offset and "dev" in args.set:
-        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
-    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers,
-                                   extra=(args.offset,)))
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-dequantize", argv)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
     chosen, verdicts = verdict(diffs, BASELINE)
     spread = ", ".join(f"{s} {int((g['spread_columns'] > 0).sum())} of {len(g)} (mean {g['spread_columns'].mean():.2f}"

@@ -16,7 +16,6 @@ standard error on no set, and the cheapest of those wins. Writes ``OUT.md`` and 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -27,7 +26,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "dev": 23, "shapes": 54}
 BASELINE = "4"
 VARIANTS = ("4", "3", "2", "1")
 
@@ -69,24 +67,11 @@ def _fits(checkpoint: str, which: str, n: int, start: int, stop: int, offset: in
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import rows_per_set, table, write_results
-    from model.estimator import default_checkpoint_path
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, write_results
     from pipeline.evaluation.protocol import cheapest_holding
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
-    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all seven")
-    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
-    ap.add_argument("--offset", type=int, default=0,
-                    help="the synthetic sets' tables from this validation seed on: a fresh draw to confirm a choice")
-    ap.add_argument("--out", default="docs/results/choice-ensemble")
-    args = ap.parse_args(argv)
-    if args.offset and "dev" in args.set:
-        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
-    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers,
-                                   extra=(args.offset,)))
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-ensemble", argv)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
     cost = {v: float(df[f"{v}_s"].median()) for v in VARIANTS}
     chosen, losses = cheapest_holding({v: diffs[v] for v in VARIANTS if v != BASELINE},

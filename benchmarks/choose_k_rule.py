@@ -118,6 +118,34 @@ def rows_per_set(work, checkpoint: str, sets: list[str], sizes: dict[str, int], 
     return rows
 
 
+#: Every table of each development set, for the choices that fit the estimator once per variant
+#: (``choose_dequantize.py``, ``choose_ensemble.py``).
+ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "dev": 23,
+                       "shapes": 54}
+
+
+def estimator_variant_rows(work, doc: str, out: str, argv=None) -> tuple[argparse.Namespace, pd.DataFrame]:
+    """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
+    ``--out``, default ``out``) parsed from ``argv``, and the rows of ``work`` over the sets asked for
+    (:func:`rows_per_set`, the offset passed on)."""
+    from model.estimator import default_checkpoint_path
+
+    sizes = ESTIMATOR_SET_SIZES
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
+    ap.add_argument("--set", nargs="+", default=list(sizes), choices=list(sizes), help="default: all seven")
+    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
+    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
+    ap.add_argument("--offset", type=int, default=0,
+                    help="the synthetic sets' tables from this validation seed on: a fresh draw to confirm a choice")
+    ap.add_argument("--out", default=out)
+    args = ap.parse_args(argv)
+    if args.offset and "dev" in args.set:
+        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
+    rows = rows_per_set(work, args.checkpoint, args.set, sizes, args.tasks, args.workers, extra=(args.offset,))
+    return args, pd.DataFrame(rows)
+
+
 def write_results(out: str, df: pd.DataFrame, lines: list[str]) -> None:
     """``OUT.csv`` (the rows) and ``OUT.md`` (the report's lines), which is printed too."""
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)

@@ -423,3 +423,18 @@ def test_choose_ensemble_fits_every_count_on_the_same_tables_and_applies_the_cos
     assert "| low-d | 3 | 1 |" in report and "| 4 | " in report.split("Fit time")[1]
     assert "Chosen: " in report and "Command: `python benchmarks/choose_ensemble.py --set low-d" in report
     assert torch.get_num_threads() == threads  # run in-process, it timed on one thread and gave the others back
+
+
+def test_choose_dequantize_keeps_the_answer_where_no_column_is_spread_and_refuses_a_fresh_dev(tmp_path):
+    from benchmarks.choose_dequantize import main
+
+    out = tmp_path / "choice-dequantize"
+    main(["--set", "low-d", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 2 and set(df["set"]) == {"low-d"}
+    kept = df["spread_columns"] == 0  # nothing to spread: keep's answer, not a second fit
+    assert (df.loc[kept, "spread"] == df.loc[kept, "keep"]).all()
+    report = (tmp_path / "choice-dequantize.md").read_text()
+    assert "Command: `python benchmarks/choose_dequantize.py --set low-d" in report
+    with pytest.raises(SystemExit):  # the dev suite has no fresh draw
+        main(["--set", "dev", "--offset", "1000", "--out", str(out)])
