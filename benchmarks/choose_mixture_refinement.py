@@ -24,6 +24,17 @@ Each variant's mixing proportions are estimated except where named.
 The ``low-d`` set was added (2026-11-29) after the first choice (``shared-floor-0.3``) lost to k-means on the
 2-D tables of the test regimes (``regime-*.md``); ``shared-equal-weights`` with it.
 
+Full covariances (:func:`model.refinement.full_em`, 3 EM steps, eigenvalues >= 0.1), judged against
+``own-diagonal`` on all seven sets (``coarse``: 200 prior tables with coarsely measured columns, ``shapes``:
+``benchmarks/shapes.py``'s tables) and confirmed on a fresh draw (``--offset``)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --set prior noisy one-informative \
+        coarse low-d dev shapes --variants own-diagonal kmeans own-full own-full-p2 own-full-p4 own-full-p8 \
+        own-full-rows-2 own-full-rows-10 --baseline own-diagonal --out docs/results/choice-full-covariance
+
+- ``own-full``: every table; ``own-full-pW``: tables whose design has at most W columns, ``own-diagonal`` beyond;
+- ``own-full-rows-R``: tables with at least R rows per covariance parameter per cluster, ``own-diagonal`` else.
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -43,7 +54,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "low-d": 200, "dev": 23}
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "low-d": 200, "dev": 23, "coarse": 200, "shapes": 54}
+#: The sets and baseline of the first choice (``choice-mixture-refine.md``); ``--set``/``--baseline`` name others.
+FIRST_SETS = ("prior", "noisy", "one-informative", "low-d", "dev")
 BASELINE = "kmeans"
 #: variant -> keyword arguments of model.refinement.diagonal_em (EM steps, variance floor, one covariance shared by
 #: the clusters, mixing proportions estimated)
@@ -54,21 +67,33 @@ MIXTURES = {
     "shared-equal-weights": dict(steps=10, floor=0.3, shared=True, mixing=False),
     "own-diagonal": dict(steps=3, floor=0.1, shared=False, mixing=True),
 }
-VARIANTS = ("kmeans", *MIXTURES)
+#: variant -> the largest design width P at which each cluster gets its own full covariance
+#: (:func:`model.refinement.full_em`, 3 EM steps); wider tables keep ``own-diagonal``. None: every table.
+FULL = {"own-full": None, "own-full-p2": 2, "own-full-p4": 4, "own-full-p8": 8}
+#: variant -> full covariance where every cluster has at least this many rows per covariance parameter on average
+#: (n / K >= ratio * P (P + 1) / 2), else ``own-diagonal``.
+FULL_ROWS = {"own-full-rows-2": 2.0, "own-full-rows-10": 10.0}
+FIRST_VARIANTS = ("kmeans", *MIXTURES)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS)
 
 
 def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
-    from model.refinement import diagonal_em
+    from model.refinement import diagonal_em, full_em
 
+    n, p = X.shape
     if name == "kmeans":
         return candidate
     if name in MIXTURES:
         return diagonal_em(X, candidate, k, **MIXTURES[name])[0]
+    if name in FULL or name in FULL_ROWS:
+        full = (p <= FULL[name] if FULL.get(name) is not None else name in FULL or
+                n / k >= FULL_ROWS[name] * p * (p + 1) / 2)
+        return full_em(X, candidate, k)[0] if full else variant_labels("own-diagonal", X, candidate, k)
     raise ValueError(f"unknown variant {name!r}")
 
 
-def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
-    checkpoint, which, n, start, stop = args
+def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
+    checkpoint, which, n, start, stop, offset, variants = args
     import torch
     from sklearn.metrics import adjusted_rand_score
 
@@ -81,7 +106,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
     if net.k_ranker is None:
         raise SystemExit(f"error: {checkpoint} carries no K ranker: the variants refine the ranker's choice")
     rows = []
-    for i, (name, frame, y) in enumerate(tables(which, n)):
+    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
         if not start <= i < stop:
             continue
         with torch.no_grad():
@@ -89,7 +114,7 @@ def _work(args: tuple[str, str, int, int, int]) -> list[dict]:
             X, candidates = table.X, table.candidates
             k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
         row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
-        for v in VARIANTS:
+        for v in variants:
             t0 = time.perf_counter()
             labels = variant_labels(v, X, candidates[k - 2], k)
             row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
@@ -105,17 +130,29 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()), help="a checkpoint with a K ranker")
-    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all four")
+    ap.add_argument("--set", nargs="+", default=list(FIRST_SETS), choices=list(SIZES),
+                    help=f"default: {', '.join(FIRST_SETS)}")
+    ap.add_argument("--variants", nargs="+", default=list(FIRST_VARIANTS), choices=list(VARIANTS),
+                    help=f"default: {', '.join(FIRST_VARIANTS)}")
+    ap.add_argument("--baseline", default=BASELINE, choices=list(VARIANTS), help="one of the variants")
+    ap.add_argument("--offset", type=int, default=0,
+                    help="the synthetic sets' tables from this validation seed on: a fresh draw to confirm a choice")
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--out", default="docs/results/choice-mixture-refine")
     args = ap.parse_args(argv)
-    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers))
-    for v in VARIANTS:  # table() reports the mean |K^ - K|: K is the ranker's for every variant
+    if args.baseline not in args.variants:
+        ap.error(f"--baseline {args.baseline} must be one of --variants")
+    if args.offset and "dev" in args.set:
+        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
+    variants = list(args.variants)
+    df = pd.DataFrame(rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers,
+                                   extra=(args.offset, tuple(variants))))
+    for v in variants:  # table() reports the mean |K^ - K|: K is the ranker's for every variant
         df[v + "_k"] = df["k"]
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
-    chosen, verdicts = verdict(diffs, BASELINE)
-    times = ", ".join(f"`{v}` {df[v + '_ms'].median():.1f}" for v in VARIANTS)
+    lines, diffs = table(df, variants, args.baseline)
+    chosen, verdicts = verdict(diffs, args.baseline)
+    times = ", ".join(f"`{v}` {df[v + '_ms'].median():.1f}" for v in variants)
     given = sys.argv[1:] if argv is None else list(argv)
     out = ["# Refining the chosen partition by a Gaussian mixture (development sets, K by the K ranker)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
@@ -123,10 +160,10 @@ def main(argv=None) -> None:
            "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
            "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{args.baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_mixture_refinement.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df.drop(columns=[v + "_k" for v in VARIANTS]), out)
+    write_results(args.out, df.drop(columns=[v + "_k" for v in variants]), out)
 
 
 if __name__ == "__main__":

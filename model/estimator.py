@@ -21,8 +21,8 @@ from model.dequantize import dequantize as dequantize_frame
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
-from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, design,
-                              diagonal_em, lloyd, one_hot_blocks, one_hot_widths, refine_candidates)
+from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
+                              design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
@@ -98,8 +98,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         codes one-hot, before K is chosen among them; rows then go to the nearest of the refined cluster means
         (``probabilities_`` and ``predict_proba`` become a Gaussian with one shared spherical variance around those
         means). ``"gmm"``: the same candidates and K, then the chosen partition refined by three EM steps of a
-        Gaussian mixture with a diagonal covariance per cluster, so clusters may differ in spread and in the
-        columns they are tight in; ``probabilities_`` and ``predict_proba`` are the mixture's posterior. Chosen
+        Gaussian mixture with a diagonal covariance per cluster (a full one where the preprocessed table has at
+        most 4 columns, one-hot codes counted), so clusters may differ in spread, in the columns they are tight
+        in and, in few columns, in tilt; ``probabilities_`` and ``predict_proba`` are the mixture's posterior. Chosen
         on development data against ``"kmeans"`` (ARI +0.058 +- 0.004 on held-out prior tasks, +0.031 +- 0.008
         with noise columns, +0.006 +- 0.002 with 2-3 columns, +0.016 +- 0.008 on the 23 development tables;
         ``docs/results/choice-mixture-refine.md``). ``"none"``: the network's
@@ -376,9 +377,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], temperature)
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
-        self._centroids: Centroids | DiagonalMixture | None = refined[k - 2]
-        if self.refine == "gmm":  # the chosen candidate, refined again by a diagonal Gaussian mixture
-            self._centroids = (mixtures[k - 2] if mixtures is not None else diagonal_em(rows, candidates[k - 2], k))[1]
+        self._centroids: Centroids | DiagonalMixture | FullMixture | None = refined[k - 2]
+        if self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture
+            self._centroids = mixture_refinement(rows, candidates[k - 2], k,
+                                                 None if mixtures is None else mixtures[k - 2])[1]
         self.structure_score_ = float("nan")
         if test_structure:
             two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)

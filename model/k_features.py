@@ -14,8 +14,9 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
 * ``smallest``: the smallest cluster's share of the rows, times K (1: equal sizes);
 * ``moved``: the share of rows the refinement moved away from the network's argmax;
 * ``crisp``: the network's mean largest membership probability at K;
-* ``mix_ll``: the mean log-likelihood per row and table column of the partition that ``refine="gmm"`` fits from
-  the candidate (:func:`model.refinement.diagonal_em`), under a mixture of its clusters
+* ``mix_ll``: the mean log-likelihood per row and table column of the partition that a diagonal mixture fits from
+  the candidate (:func:`model.refinement.diagonal_em`, ``refine="gmm"``'s beyond 4 design columns), under a
+  mixture of its clusters
   (:func:`partition_log_likelihood`: per cluster a Gaussian with a diagonal covariance on the numeric columns and
   a categorical distribution on each categorical column; a Gaussian on one-hot codes would reward any split along
   a category);

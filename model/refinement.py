@@ -23,7 +23,9 @@ tight in. Chosen on development data by ``benchmarks/choose_mixture_refinement.p
 +- standard error): +0.058 +- 0.004 on 400 held-out prior tasks, +0.031 +- 0.008 with noise columns and
 contaminated rows, +0.003 +- 0.007 with one informative column among noise columns, +0.006 +- 0.002 on 200 with 2-3
 columns, +0.016 +- 0.008 on the 23 development tables. One covariance shared by the clusters gained more with noise
-columns (+0.06) but lost on the 2-3-column tables.
+columns (+0.06) but lost on the 2-3-column tables. On a design of at most ``FULL_COVARIANCE_MAX_WIDTH`` columns each
+cluster gets its own full covariance instead (:func:`full_em`, :func:`mixture_refinement`): tilted, elongated
+clusters, which the tables of a few columns are full of (``docs/results/choice-full-covariance*.md``).
 
 The rows live in the *design space*: numeric columns as the preprocessing left them (z-normalised, or unit
 principal components) and categorical codes one-hot (0/1), so that a mean is defined. Rows are assigned to the
@@ -53,6 +55,10 @@ DEFAULT_EM_STEPS = 3
 VARIANCE_FLOOR = 0.1
 DEFAULT_SHARED = False
 DEFAULT_MIXING = True
+#: ``refine="gmm"`` on a design of at most this many columns: each cluster its own full covariance
+#: (:func:`full_em`), else its own diagonal one. Chosen on development data among 2, 4, 8, every width and rules by
+#: rows per covariance parameter (``docs/results/choice-full-covariance*.md``).
+FULL_COVARIANCE_MAX_WIDTH = 4
 #: ``TabClustPFN``'s ``refine`` unless told otherwise (chosen on development data, see the module docstring).
 DEFAULT_REFINE = "gmm"
 
@@ -223,3 +229,79 @@ def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_
         model = DiagonalMixture(means.copy(), np.maximum(variances, floor), log_weights)
         resp = model.probabilities(X)
     return resp.argmax(1), model
+
+
+@dataclass(frozen=True)
+class FullMixture:
+    """A refined partition's model under a full-covariance mixture: K Gaussians, each with its own covariance (the
+    lower Cholesky factor ``cholesky`` (K, P, P)), and mixing proportions. Rows go to the most probable component;
+    the soft assignment is its posterior. Its ``log_joint`` is on the scale of :class:`DiagonalMixture`'s."""
+
+    means: np.ndarray  # (K, P)
+    cholesky: np.ndarray  # (K, P, P), lower triangular
+    log_weights: np.ndarray  # (K,), -inf for a component that takes no row
+
+    def log_joint(self, X: np.ndarray) -> np.ndarray:
+        """(n, K): log p(row, component) up to a constant shared by the components."""
+        from scipy.linalg import solve_triangular
+
+        out = np.full((X.shape[0], self.means.shape[0]), -np.inf)
+        for c in np.flatnonzero(np.isfinite(self.log_weights)):
+            z = solve_triangular(self.cholesky[c], (X - self.means[c]).T, lower=True, check_finite=False)
+            out[:, c] = (-0.5 * (z**2).sum(0) - np.log(np.diagonal(self.cholesky[c])).sum()
+                         + self.log_weights[c])
+        return out
+
+    def labels(self, X: np.ndarray) -> np.ndarray:
+        return self.log_joint(X).argmax(1)
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """Soft assignment (n, K): each component's posterior probability given the row."""
+        logits = self.log_joint(X)
+        logits -= logits.max(1, keepdims=True)
+        p = np.exp(logits)
+        return p / p.sum(1, keepdims=True)
+
+
+def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
+            floor: float = VARIANCE_FLOOR) -> tuple[np.ndarray, FullMixture]:
+    """``steps`` EM steps of a K-component Gaussian mixture, each component with its own full covariance (its
+    eigenvalues at least ``floor``: :func:`diagonal_em`'s variance floor in every direction) and mixing proportion,
+    on ``X`` (n, P), started
+    from the hard partition ``labels`` (values in 0..k-1). Returns the partition (each row's most probable
+    component) and the mixture it was assigned with. A component that loses every row keeps its mean and
+    covariance and takes no row from then on (weight 0)."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if floor <= 0:
+        raise ValueError(f"floor must be > 0, got {floor}")
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    resp = np.zeros((n, k))
+    resp[np.arange(n), labels] = 1.0
+    means, chol = np.zeros((k, p)), np.broadcast_to(np.eye(p), (k, p, p)).copy()
+    for _ in range(steps):
+        mass = resp.sum(0)
+        kept = mass > 1e-12
+        for c in np.flatnonzero(kept):
+            means[c] = resp[:, c] @ X / mass[c]
+            diff = X - means[c]
+            values, vectors = np.linalg.eigh((resp[:, c, None] * diff).T @ diff / mass[c])
+            chol[c] = np.linalg.cholesky((vectors * np.maximum(values, floor)) @ vectors.T)
+        log_weights = np.full(k, -np.inf)
+        log_weights[kept] = np.log(mass[kept] / n)
+        model = FullMixture(means.copy(), chol.copy(), log_weights)
+        resp = model.probabilities(X)
+    return resp.argmax(1), model
+
+
+def mixture_refinement(X: np.ndarray, labels: np.ndarray, k: int,
+                       diagonal: tuple[np.ndarray, DiagonalMixture] | None = None
+                       ) -> tuple[np.ndarray, DiagonalMixture | FullMixture]:
+    """``refine="gmm"``'s mixture started from the hard partition ``labels`` of ``X`` (n, P): full covariances
+    (:func:`full_em`) where P <= :data:`FULL_COVARIANCE_MAX_WIDTH`, else diagonal ones (:func:`diagonal_em`; its
+    result ``diagonal`` when already fitted from the same partition) -> (partition, mixture)."""
+    if X.shape[1] <= FULL_COVARIANCE_MAX_WIDTH:
+        return full_em(X, labels, k)
+    return diagonal if diagonal is not None else diagonal_em(X, labels, k)
+

@@ -192,12 +192,12 @@ def table_record(net, frame, y) -> dict[str, np.ndarray | int]:
     """One table clustered as ``TabClustPFN(screen_noise=False)`` does by default -> its record: ``features`` (K_max-1,
     len(FEATURES)) of the Lloyd-refined candidates and ``features_gmm`` of their diagonal mixtures; per candidate K
     the ARI of the partition each refine returns at that K, ``ari_kmeans`` (the Lloyd-refined candidate) and
-    ``ari_gmm`` (its diagonal mixture), and ``ari``, that of the estimator's default refine (what a ranker is
-    fitted and judged on); ``k_true``; ``k_hi``. NaN beyond k_hi."""
+    ``ari_gmm`` (its mixture, :func:`model.refinement.mixture_refinement`), and ``ari``, that of the estimator's
+    default refine (what a ranker is fitted and judged on); ``k_true``; ``k_hi``. NaN beyond k_hi."""
     from sklearn.metrics import adjusted_rand_score
 
     from model.k_features import CANDIDATE_STAGES, FEATURES, features_key
-    from model.refinement import DEFAULT_REFINE
+    from model.refinement import DEFAULT_REFINE, mixture_refinement
 
     c_max = net.cfg.k_max - 1
     table = table_candidates(net, frame, len(y))
@@ -208,7 +208,9 @@ def table_record(net, frame, y) -> dict[str, np.ndarray | int]:
         out[features_key(stage)][: k_hi - 1] = table.features[stage]
     ari = {name: np.full(c_max, np.nan) for name in ("ari_kmeans", "ari_gmm")}
     ari["ari_kmeans"][: k_hi - 1] = [adjusted_rand_score(y, table.candidates[c]) for c in range(k_hi - 1)]
-    ari["ari_gmm"][: k_hi - 1] = [adjusted_rand_score(y, labels) for labels, _ in table.mixtures]
+    ari["ari_gmm"][: k_hi - 1] = [adjusted_rand_score(y, mixture_refinement(table.X, table.candidates[c], c + 2,
+                                                                             table.mixtures[c])[0])
+                                  for c in range(k_hi - 1)]
     return {**out, "ari": ari[f"ari_{DEFAULT_REFINE}"], **ari, "k_true": int(len(np.unique(y))), "k_hi": k_hi}
 
 

@@ -238,13 +238,13 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
 
 
 def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_path):
-    from benchmarks.choose_mixture_refinement import VARIANTS, main, variant_labels
+    from benchmarks.choose_mixture_refinement import FIRST_VARIANTS, main, variant_labels
 
     out = tmp_path / "choice-mixture-refine"
     main(["--set", "prior", "one-informative", "--tasks", "1", "--workers", "1", "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")
     assert list(df["set"]) == ["prior", "one-informative"]
-    for name in VARIANTS:
+    for name in FIRST_VARIANTS:
         assert df[name].between(-1, 1).all() and (df[f"{name}_ms"] >= 0).all()
     report = (tmp_path / "choice-mixture-refine.md").read_text()
     assert "| prior | 1 | kmeans |" in report and "Chosen: " in report and "Checkpoint sha256:" in report
@@ -257,6 +257,32 @@ def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_pat
     from sklearn.metrics import adjusted_rand_score
     assert adjusted_rand_score(y, variant_labels("shared-floor-0.3", X, start, 2)) > 0.95
     assert adjusted_rand_score(y, variant_labels("own-diagonal", X, start, 2)) > 0.95
+
+
+def test_choose_mixture_refinement_judges_full_covariances_against_a_named_baseline(tmp_path):
+    from benchmarks.choose_mixture_refinement import main, variant_labels
+    from model.refinement import diagonal_em, full_em
+
+    out = tmp_path / "choice-full-covariance"
+    main(["--set", "low-d", "shapes", "--tasks", "1", "--workers", "1", "--offset", "7", "--variants",
+          "own-diagonal", "own-full", "own-full-p2", "--baseline", "own-diagonal", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["low-d", "shapes"] and list(df["table"])[0] == "low-d_7"
+    assert "shared-3-steps" not in df.columns and df["own-full"].between(-1, 1).all()
+    report = (tmp_path / "choice-full-covariance.md").read_text()
+    assert "against own-diagonal" in report and "| low-d | 1 | own-diagonal | " in report
+    with pytest.raises(SystemExit):  # the baseline must be one of the variants
+        main(["--variants", "own-full", "--baseline", "own-diagonal", "--out", str(out)])
+    with pytest.raises(SystemExit):  # the dev suite has no fresh draw
+        main(["--set", "dev", "--offset", "3", "--out", str(out)])
+    # each rule picks the full or the diagonal mixture by the table's width P (and its rows per parameter)
+    rng = np.random.default_rng(1)
+    start = rng.integers(0, 2, 400)
+    for p, name, full in ((2, "own-full-p2", True), (3, "own-full-p2", False), (9, "own-full", True),
+                          (3, "own-full-rows-10", True), (9, "own-full-rows-10", False)):
+        X = rng.normal(size=(400, p)) * rng.uniform(0.5, 2.0, size=p) @ rng.normal(size=(p, p))
+        want = (full_em if full else diagonal_em)(X, start, 2)[0]
+        np.testing.assert_array_equal(variant_labels(name, X, start, 2), want)
 
 
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):

@@ -17,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 import model.estimator as estimator_module
 from model.checkpoint import save_checkpoint
 from model.estimator import TabClustPFN
-from model.refinement import REFINES
+from model.refinement import FULL_COVARIANCE_MAX_WIDTH, REFINES, DiagonalMixture, FullMixture
 from model.encoder import Encoder
 from tests.model.conftest import make_tiny_net
 
@@ -203,6 +203,15 @@ def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint, refine):
     X = _blobs(n_per=50)
     est = TabClustPFN(checkpoint=tiny_checkpoint, refine=refine).fit(X)
     assert len(X) <= est.n_context
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+
+
+@pytest.mark.parametrize("d", [2, FULL_COVARIANCE_MAX_WIDTH, FULL_COVARIANCE_MAX_WIDTH + 2])
+def test_gmm_refinement_fits_full_covariances_on_tables_of_few_columns_and_diagonal_ones_beyond(tiny_checkpoint, d):
+    X = _blobs(n_per=50, d=d)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, refine="gmm").fit(X)
+    assert isinstance(est._centroids, FullMixture if d <= FULL_COVARIANCE_MAX_WIDTH else DiagonalMixture)
+    np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-5)  # the same mixture reads new rows
     np.testing.assert_array_equal(est.predict(X), est.labels_)
 
 
