@@ -25,9 +25,11 @@ from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centr
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
+from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
+from model.low_dim import choose as choose_low_dim
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
-                             resolve_k_selection, select_k)
+                             K_SELECTIONS, resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
@@ -74,7 +76,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         checkpoint carries (:mod:`model.k_ranker`, the shipped one does) picks among the refined candidates from
         each one's posterior, expected ARI and geometry in the table's own space (silhouette, within-cluster
         variance, cluster sizes); it needs ``refine="gmm"`` or ``"kmeans"``. ``"auto"``: the ranker where the
-        checkpoint has one and the refine is one of those, else ``"expected_ari"``. ``"expected_ari"``: the candidate
+        checkpoint has one and the refine is one of those, else ``"expected_ari"``; with ``refine="gmm"`` on a
+        table of at most 4 preprocessed columns (one-hot codes counted), K and the partition of lowest BIC among
+        full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
+        ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
+        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``). ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
         ARI; a flat posterior gives a central K, not the smallest; a K at which the orderings disagree scores
@@ -154,9 +160,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         (``ModelConfig.k_ranker_temperature``), higher for a table whose continuous columns hold few distinct
         values, as real tables' rounded measurements do (``k_ranker_temperature_slope``, fitted on the development
         suite's real tables; :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
+        Where the BIC chose K (``k_selection_ = "bic"``): a softmax of -BIC / (2N) at a temperature fitted on
+        development data (:mod:`model.low_dim`, ``docs/results/bic-calibration.md``).
         None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
-        The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, the posterior, or the
+        The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, -BIC / (2N), the posterior, or
         expected ARI of each candidate, Lloyd-refined unless ``refine="none"``, under the posterior renormalised
         over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is
         given (then the expected ARI in place of the ranker's score, which needs every candidate refined).
@@ -358,11 +366,18 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates = probs_all.argmax(-1)
                 c = int(self.n_clusters) - 2
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
-        k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=DEFAULT_K_SELECTION if rule == "ranker"
-                                  else rule, members=(member_probs, member_posteriors), candidates=candidates)
+        low_dim = None  # K by BIC of full-covariance mixtures (model.low_dim), on tables of few columns
+        if (self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
+                and rows.shape[1] <= LOW_DIM_MAX_WIDTH):
+            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi)
+        k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=rule if rule in K_SELECTIONS else
+                                  DEFAULT_K_SELECTION, members=(member_probs, member_posteriors), candidates=candidates)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
-        if rule == "ranker" and self.n_clusters is None:
+        if low_dim is not None:
+            k_auto, scores, k_probs = low_dim.k, np.full_like(scores, -np.inf), np.zeros(k_max - 1)
+            scores[low_dim.ks - 2], k_probs[low_dim.ks - 2] = low_dim.scores, low_dim.probabilities
+        elif rule == "ranker" and self.n_clusters is None:
             ranked = np.full_like(scores, -np.inf)
             features, mixtures = ranker_features(
                 rows, candidates, probs_all, posterior, (member_probs, member_posteriors), k_hi,
@@ -378,7 +393,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | DiagonalMixture | FullMixture | None = refined[k - 2]
-        if self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture
+        if low_dim is not None:  # the mixture BIC chose
+            self._centroids = low_dim.mixture
+        elif self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture
             self._centroids = mixture_refinement(rows, candidates[k - 2], k,
                                                  None if mixtures is None else mixtures[k - 2])[1]
         self.structure_score_ = float("nan")

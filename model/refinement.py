@@ -264,13 +264,14 @@ class FullMixture:
 
 
 def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
-            floor: float = VARIANCE_FLOOR) -> tuple[np.ndarray, FullMixture]:
+            floor: float = VARIANCE_FLOOR, tol: float | None = None) -> tuple[np.ndarray, FullMixture]:
     """``steps`` EM steps of a K-component Gaussian mixture, each component with its own full covariance (its
     eigenvalues at least ``floor``: :func:`diagonal_em`'s variance floor in every direction) and mixing proportion,
     on ``X`` (n, P), started
     from the hard partition ``labels`` (values in 0..k-1). Returns the partition (each row's most probable
     component) and the mixture it was assigned with. A component that loses every row keeps its mean and
-    covariance and takes no row from then on (weight 0)."""
+    covariance and takes no row from then on (weight 0). ``tol``: stop before ``steps`` once a step raises the
+    mean log-likelihood per row by less than it (EM run to convergence)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if floor <= 0:
@@ -280,6 +281,7 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
     means, chol = np.zeros((k, p)), np.broadcast_to(np.eye(p), (k, p, p)).copy()
+    previous = -np.inf
     for _ in range(steps):
         mass = resp.sum(0)
         kept = mass > 1e-12
@@ -291,7 +293,16 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
         log_weights = np.full(k, -np.inf)
         log_weights[kept] = np.log(mass[kept] / n)
         model = FullMixture(means.copy(), chol.copy(), log_weights)
-        resp = model.probabilities(X)
+        logits = model.log_joint(X)
+        top = logits.max(1, keepdims=True)
+        resp = np.exp(logits - top)
+        total = resp.sum(1, keepdims=True)
+        resp /= total
+        if tol is not None:  # the mean log-likelihood per row, up to a constant
+            mean_ll = float((top[:, 0] + np.log(total[:, 0])).mean())
+            if mean_ll - previous < tol:
+                break
+            previous = mean_ll
     return resp.argmax(1), model
 
 

@@ -38,7 +38,8 @@ DEFAULT_K_SELECTION: KSelection = "expected_ari"
 #: The rules ``TabClustPFN(k_selection=)`` takes: those above, on the network's outputs; ``"ranker"``, the K ranker
 #: the checkpoint carries (:mod:`model.k_ranker`, among the refined candidates); and ``"auto"``, the ranker where
 #: the checkpoint has one and the candidates are refined (``refine="gmm"`` or ``"kmeans"``), ``DEFAULT_K_SELECTION``
-#: otherwise.
+#: otherwise; with ``refine="gmm"`` on a table of at most 4 design columns, the BIC of full-covariance mixtures
+#: (:mod:`model.low_dim`, the estimator's ``k_selection_ = "bic"``).
 ESTIMATOR_K_SELECTIONS: tuple[str, ...] = ("auto", "ranker", *K_SELECTIONS)
 DEFAULT_ESTIMATOR_K_SELECTION = "auto"
 

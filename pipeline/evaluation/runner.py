@@ -376,8 +376,10 @@ def _k_rule(cfg: EvalConfig) -> str:
         ranker = bool(read_checkpoint(cfg.checkpoint or default_checkpoint_path())["model_config"].get("k_ranker"))
     except CheckpointError:  # the run reports the checkpoint's own error
         return "`auto`"
-    resolved = resolve_k_selection(rule, ranker, cfg.refine or DEFAULT_REFINE)
-    return "`auto` (the checkpoint's K ranker)" if resolved == "ranker" else f"`auto` ({resolved})"
+    refine = cfg.refine or DEFAULT_REFINE
+    resolved = resolve_k_selection(rule, ranker, refine)
+    few = "; BIC on tables of <= 4 columns" if refine == "gmm" else ""  # model.low_dim
+    return f"`auto` (the checkpoint's K ranker{few})" if resolved == "ranker" else f"`auto` ({resolved}{few})"
 
 
 def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float, workers: int) -> list[str]:

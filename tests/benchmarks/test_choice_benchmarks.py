@@ -285,6 +285,39 @@ def test_choose_mixture_refinement_judges_full_covariances_against_a_named_basel
         np.testing.assert_array_equal(variant_labels(name, X, start, 2), want)
 
 
+def test_choose_low_dim_changes_only_tables_of_few_columns_and_names_its_choice(tmp_path):
+    from benchmarks.choose_low_dim import VARIANTS, main, variant_answer
+    from model.low_dim import choose
+    from model.refinement import FULL_COVARIANCE_MAX_WIDTH, full_em
+
+    out = tmp_path / "choice-low-dim"
+    main(["--set", "prior", "low-d", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior", "prior", "low-d", "low-d"]
+    wide = df["width"] > FULL_COVARIANCE_MAX_WIDTH
+    assert wide.any() and (~wide).any()
+    for name in VARIANTS:
+        assert df[name].between(-1, 1).all() and df[f"{name}_k"].between(2, 10).all()
+        # a wide table keeps today's answer in every variant
+        np.testing.assert_array_equal(df.loc[wide, name], df.loc[wide, "default"])
+    report = (tmp_path / "choice-low-dim.md").read_text()
+    assert "against default" in report and "Chosen: " in report and "low-d 2 of 2" in report
+    # the baseline is today's refinement at the ranker's K; bic-net is what the estimator's path returns
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 100)
+    X = rng.normal(size=(300, 2)) * 0.5 + np.array([[0, 0], [4, 0], [0, 4]])[y]
+    candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])
+    labels, k = variant_answer("default", X, candidates, 6, 2)
+    np.testing.assert_array_equal(labels, full_em(X, candidates[0], 2)[0])
+    assert k == 2
+    labels, k = variant_answer("bic-net", X, candidates, 6, 2)
+    chosen = choose(X, candidates, 6)
+    assert k == chosen.k == 3
+    np.testing.assert_array_equal(labels, chosen.labels)
+    with pytest.raises(SystemExit):  # the dev suite has no fresh draw
+        main(["--set", "dev", "--offset", "3", "--out", str(out)])
+
+
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
     from benchmarks.choose_screening import VARIANTS, main
 

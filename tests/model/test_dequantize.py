@@ -58,8 +58,10 @@ def test_missing_values_stay_missing_and_small_tables_keep_continuous_looking_co
 
 
 def test_the_estimator_clusters_a_table_of_score_levels_without_reading_the_lattice_as_clusters():
-    """Issue 28's case: 4 columns of 1-5 levels, 3 classes. Read as given (the default), the lattice's points pass
-    for clusters (K = 7 on this draw); spread, the table comes out K = 2 to 4 and closer to the classes."""
+    """Issue 28's case: 4 columns of 1-5 levels, 3 classes. Read as given, the K ranker takes the lattice's points
+    for clusters (K = 7 on this draw); spread, the table comes out K = 2 to 4 and closer to the classes. With the
+    defaults a table of 4 columns takes the BIC path (model.low_dim), whose covariance floor does not chase the
+    lattice either."""
     from sklearn.metrics import adjusted_rand_score
 
     from model.estimator import TabClustPFN
@@ -68,11 +70,14 @@ def test_the_estimator_clusters_a_table_of_score_levels_without_reading_the_latt
     y = rng.integers(0, 3, 300)
     centres = rng.uniform(1.5, 4.5, (3, 4))
     frame = pd.DataFrame(np.clip(np.round(centres[y] + rng.normal(0, 0.8, (300, 4))), 1, 5), columns=list("abcd"))
-    as_given = TabClustPFN(random_state=0).fit(frame)
-    spread = TabClustPFN(random_state=0, dequantize=True).fit(frame)
+    as_given = TabClustPFN(random_state=0, k_selection="ranker").fit(frame)
+    spread = TabClustPFN(random_state=0, k_selection="ranker", dequantize=True).fit(frame)
     assert as_given.n_clusters_ >= 6 and as_given.dequantized_ == []
     assert 2 <= spread.n_clusters_ <= 4 and spread.dequantized_ == list("abcd")
     assert adjusted_rand_score(y, spread.labels_) > adjusted_rand_score(y, as_given.labels_) + 0.1
+    default = TabClustPFN(random_state=0).fit(frame)
+    assert default.k_selection_ == "bic" and 2 <= default.n_clusters_ <= 4
+    assert adjusted_rand_score(y, default.labels_) > adjusted_rand_score(y, as_given.labels_) + 0.1
     # new rows are read as given: a row of the table lands in a cluster, deterministically
     assert np.array_equal(spread.predict(frame.iloc[:20]), spread.predict(frame.iloc[:20]))
 

@@ -209,10 +209,50 @@ def test_predict_on_the_fitted_rows_reproduces_labels(tiny_checkpoint, refine):
 @pytest.mark.parametrize("d", [2, FULL_COVARIANCE_MAX_WIDTH, FULL_COVARIANCE_MAX_WIDTH + 2])
 def test_gmm_refinement_fits_full_covariances_on_tables_of_few_columns_and_diagonal_ones_beyond(tiny_checkpoint, d):
     X = _blobs(n_per=50, d=d)
-    est = TabClustPFN(checkpoint=tiny_checkpoint, refine="gmm").fit(X)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, refine="gmm", n_clusters=3).fit(X)  # K given: not the BIC path
     assert isinstance(est._centroids, FullMixture if d <= FULL_COVARIANCE_MAX_WIDTH else DiagonalMixture)
     np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-5)  # the same mixture reads new rows
     np.testing.assert_array_equal(est.predict(X), est.labels_)
+
+
+def _tilted_table(seed: int = 0, n_per: int = 150) -> tuple[np.ndarray, np.ndarray]:
+    """Three elongated, differently tilted Gaussian clusters in 2 columns."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n_per)
+    X = np.empty((3 * n_per, 2))
+    for c, (centre, angle) in enumerate((((0, 0), 0.3), ((7, 1), 1.2), ((2, 7), -0.6))):
+        rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+        X[y == c] = rng.normal(size=(n_per, 2)) * [2.0, 0.4] @ rot.T + centre
+    return X, y
+
+
+def test_on_few_columns_k_and_the_partition_come_from_the_bic_of_full_covariance_mixtures(tiny_checkpoint):
+    """The defaults on a 2-column table take model.low_dim's path, whatever the network (here an untrained one)
+    proposes: K of lowest BIC, its probabilities over K from the BIC, the mixture assigning new rows."""
+    X, y = _tilted_table()
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    assert est.k_selection_ == "bic" and est.n_clusters_ == 3
+    assert adjusted_rand_score(y, est.labels_) > 0.9
+    assert isinstance(est._centroids, FullMixture)
+    assert max(est.k_scores_, key=est.k_scores_.get) == 3
+    assert sum(est.k_probabilities_.values()) == pytest.approx(1.0)
+    assert max(est.k_probabilities_, key=est.k_probabilities_.get) == 3
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-6)
+    capped = TabClustPFN(checkpoint=tiny_checkpoint, max_clusters=2).fit(X)
+    assert capped.k_selection_ == "bic" and capped.n_clusters_ == 2
+    assert all(p == 0.0 for k, p in capped.k_probabilities_.items() if k > 2)
+
+
+@pytest.mark.parametrize("settings", [dict(n_clusters=3), dict(k_selection="expected_ari"), dict(refine="kmeans"),
+                                      dict(wide=True)])
+def test_the_bic_path_is_taken_only_by_the_defaults_on_few_columns(tiny_checkpoint, settings):
+    X, _ = _tilted_table()
+    if settings.pop("wide", False):
+        rng = np.random.default_rng(1)  # 5 columns, each carrying the clusters (none screened out as noise)
+        X = X @ rng.normal(size=(2, 5)) + 0.3 * rng.normal(size=(len(X), 5))
+    est = TabClustPFN(checkpoint=tiny_checkpoint, **settings).fit(X)
+    assert est.k_selection_ != "bic"
 
 
 @pytest.mark.parametrize("refine", REFINES)

@@ -216,7 +216,7 @@ def _ranked_checkpoint(tmp_path, seed: int = 0, candidates: str = "kmeans") -> s
 
 
 def test_estimator_uses_the_checkpoints_ranker_and_says_so(tmp_path, tiny_checkpoint):
-    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    X, _ = make_blobs(n_samples=120, centers=3, n_features=5, random_state=0)  # wider than the BIC path's 4
     path = _ranked_checkpoint(tmp_path)
     net, _ = load_checkpoint(path)
     est = TabClustPFN(checkpoint=path).fit(X)
@@ -298,7 +298,7 @@ def test_estimator_ranks_the_candidates_its_ranker_was_fitted_on(tmp_path):
     """A ranker fitted on the mixtures' partitions is given their features; its best score is the chosen K."""
     from model.config import ModelConfig
 
-    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    X, _ = make_blobs(n_samples=120, centers=3, n_features=5, random_state=0)  # wider than the BIC path's 4
     path = _ranked_checkpoint(tmp_path, candidates="gmm")
     net, _ = load_checkpoint(path)
     assert net.cfg.k_ranker_candidates == "gmm"
@@ -346,7 +346,7 @@ def test_reliability_counts_the_top_choice_and_the_smallest_set_holding_the_leve
 
 
 def test_a_calibrated_rankers_probabilities_are_the_estimators_k_probabilities(tmp_path, tiny_checkpoint):
-    X, _ = make_blobs(n_samples=120, centers=3, random_state=0)
+    X, _ = make_blobs(n_samples=120, centers=3, n_features=5, random_state=0)  # wider than the BIC path's 4
     path = _ranked_checkpoint(tmp_path)
     assert TabClustPFN(checkpoint=path).fit(X).k_probabilities_ is None  # not calibrated
     net, meta = load_checkpoint(path)
@@ -394,7 +394,7 @@ def test_the_estimators_k_probabilities_take_the_tables_temperature(tmp_path):
     steep = TabClustNet(dataclasses.replace(net.cfg, k_ranker_temperature_slope=5.0))
     steep.load_state_dict(net.state_dict())
     save_checkpoint(tmp_path / "steep.pt", steep, meta)
-    X, _ = make_blobs(n_samples=300, centers=3, cluster_std=0.6, random_state=2)
+    X, _ = make_blobs(n_samples=300, centers=3, n_features=5, cluster_std=0.6, random_state=2)
     tables = {"measured": X, "rounded": np.round(X)}
     for name, table in tables.items():
         est = TabClustPFN(checkpoint=str(tmp_path / "steep.pt"), random_state=0).fit(table)

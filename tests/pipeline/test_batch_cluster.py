@@ -206,8 +206,11 @@ def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_c
 
     path = tmp_path / "t.csv"
     _blobs().to_csv(path, index=False)
-    row, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "t", label_column="label")
-    assert row["status"] == "ok" and row["k_probability"] is None  # no ranker in the tiny checkpoint
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0, "expected_ari"), path, "t", label_column="label")
+    assert row["status"] == "ok" and row["k_probability"] is None  # K by a rule without probabilities
+    est = load_estimator(tiny_checkpoint, None, 0)  # a table of few columns: the BIC path's probabilities
+    row, _ = cluster_table(est, path, "t", label_column="label")
+    assert est.k_selection_ == "bic" and row["k_probability"] == pytest.approx(max(est.k_probabilities_.values()))
     if not default_checkpoint_path().is_file():
         pytest.skip("no shipped checkpoint in this checkout")
     est = load_estimator(None, None, 0)

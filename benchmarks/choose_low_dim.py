@@ -1,0 +1,137 @@
+"""How tables of few columns get K and their partition, chosen on development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --out docs/results/choice-low-dim
+
+Each table of the seven development sets (``benchmarks/choose_checkpoint.py``'s ``prior``, ``noisy``,
+``one-informative``, ``coarse``, ``low-d``, ``dev`` and ``shapes``) is clustered as ``TabClustPFN`` does by
+default up to the choice of K (preprocessing, 4 column orderings, every candidate refined by two Lloyd steps; the
+K ranker's K). A table whose design (numeric columns and one-hot codes) has more than
+``model.refinement.FULL_COVARIANCE_MAX_WIDTH`` columns keeps today's answer in every variant; on the others:
+
+- ``default``: today's: the ranker's K, three EM steps of the full-covariance mixture (the baseline);
+- ``converged``: the ranker's K, EM run to convergence (:func:`model.low_dim.converged_em`);
+- ``bic-net``: K by BIC (:func:`model.low_dim.bic_choice`), each K's mixture run to convergence from the network's
+  candidate at that K;
+- ``bic-net-kmeans``: the same from the network's candidate and a k-means++ partition, the better likelihood kept;
+- ``bic-net-kmeans-floor-0.01``: the same with covariance eigenvalues down to 0.01 (0.1 elsewhere);
+- ``bic-kmeans``: from the k-means++ partition only (scikit-learn's GMM-BIC in this EM): what the network adds.
+
+Per set each variant against ``default`` table by table: paired mean ARI difference +- standard error, tables
+better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
+standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
+the sets is chosen. ``--offset N`` draws the synthetic sets afresh to confirm a choice. Writes ``OUT.md`` and
+``OUT.csv`` (one row per table: each variant's ARI, K and milliseconds).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+BASELINE = "default"
+#: variant -> (the starts: "net", "kmeans" or both; the eigenvalue floor); None: the ranker's K
+BIC_VARIANTS = {
+    "bic-net": (("net",), 0.1),
+    "bic-net-kmeans": (("net", "kmeans"), 0.1),
+    "bic-net-kmeans-floor-0.01": (("net", "kmeans"), 0.01),
+    "bic-kmeans": (("kmeans",), 0.1),
+}
+VARIANTS = (BASELINE, "converged", *BIC_VARIANTS)
+
+
+def kmeans_start(X: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """A k-means++ partition (one initialisation, Lloyd to convergence), the start scikit-learn's mixtures use."""
+    from sklearn.cluster import KMeans
+
+    return KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(X)
+
+
+def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
+    """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
+    (K = 2..k_hi) and the ranker's ``k``."""
+    from model.low_dim import bic_choice, converged_em
+    from model.refinement import full_em
+
+    if name == BASELINE:
+        return full_em(X, candidates[k - 2], k)[0], k
+    if name == "converged":
+        return converged_em(X, candidates[k - 2], k)[0], k
+    if name in BIC_VARIANTS:
+        kinds, floor = BIC_VARIANTS[name]
+        starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + ([kmeans_start(X, kk)] if "kmeans" in kinds
+                                                                         else []) for kk in range(2, k_hi + 1)}
+        choice = bic_choice(X, starts, floor=floor)
+        return choice.labels, choice.k
+    raise ValueError(f"unknown variant {name!r}")
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    checkpoint, which, n, start, stop, offset = args
+    import torch
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+    from model.checkpoint import load_checkpoint
+    from model.refinement import FULL_COVARIANCE_MAX_WIDTH, mixture_refinement
+    from pipeline.k_ranker_fit import table_candidates
+
+    torch.set_num_threads(1)
+    net = load_checkpoint(checkpoint)[0].eval()
+    if net.k_ranker is None:
+        raise SystemExit(f"error: {checkpoint} carries no K ranker: the baseline is the ranker's choice")
+    rows = []
+    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
+        if not start <= i < stop:
+            continue
+        with torch.no_grad():
+            table = table_candidates(net, frame, len(y), stages=(net.cfg.k_ranker_candidates,))
+            k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
+        X, width = table.X, table.X.shape[1]
+        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "width": width}
+        today = mixture_refinement(X, table.candidates[k - 2], k, table.mixtures[k - 2])[0]
+        for v in VARIANTS:
+            t0 = time.perf_counter()
+            labels, kv = (variant_answer(v, X, table.candidates, table.k_hi, k) if width <= FULL_COVARIANCE_MAX_WIDTH
+                          else (today, k))
+            row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
+            row[v], row[v + "_k"] = float(adjusted_rand_score(y, labels)), int(kv)
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
+    from model.refinement import FULL_COVARIANCE_MAX_WIDTH
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv)
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    chosen, verdicts = verdict(diffs, BASELINE)
+    few = df[df["width"] <= FULL_COVARIANCE_MAX_WIDTH]
+    counts = ", ".join(f"{s} {int((part['width'] <= FULL_COVARIANCE_MAX_WIDTH).sum())} of {len(part)}"
+                       for s, part in df.groupby("set", sort=False))
+    times = ", ".join(f"`{v}` {few[v + '_ms'].median():.1f}" for v in VARIANTS) if len(few) else "none"
+    given = sys.argv[1:] if argv is None else list(argv)
+    out = ["# K and the partition of tables of few columns (development sets)", "",
+           *[line.replace("| rule |", "| variant |") for line in lines], "",
+           f"Tables of at most {FULL_COVARIANCE_MAX_WIDTH} design columns (the variants differ only there): "
+           f"{counts}.", "",
+           f"Median time of the variant's step on those tables (ms): {times}.", "",
+           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
+           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           *[v.replace("rule", "variant") for v in verdicts], "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_low_dim.py " + " ".join(given) + "`",
+           checkpoint_line(args.checkpoint), *machine_lines()]
+    write_results(args.out, df, out)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()

@@ -1,0 +1,101 @@
+"""Tables of few columns: K and the partition from full-covariance Gaussian mixtures run to convergence, K by BIC.
+
+In two to four columns a mixture of full-covariance Gaussians is well determined by a few hundred rows, and EM run
+to convergence from a sensible start finds it; the network, trained over the prior's whole D range, is then
+the weaker judge of both K and the borders. Here each candidate K's mixture is run to convergence from the
+network's own (Lloyd-refined) partition at that K, and K is the one of lowest BIC. The mixture is
+:class:`model.refinement.FullMixture`, so rows new to the fit are assigned as ``refine="gmm"`` assigns them.
+The probabilities over K are a softmax of the per-row score -BIC / (2N) at :data:`TEMPERATURE` (at 1 / N it would
+be Schwarz's approximation to the posterior over K, far too sure where the clusters are not Gaussian: the
+temperature is fitted on development data, ``benchmarks/bic_calibration.py``).
+
+``TabClustPFN`` takes this path with its defaults (``k_selection="auto"``, ``refine="gmm"``, K not given) on tables
+whose design has at most :data:`MAX_WIDTH` columns (one-hot codes counted): :func:`choose`. Chosen on development
+data by ``benchmarks/choose_low_dim.py`` (``docs/results/choice-low-dim*.md``) among starts (the network's,
+k-means++'s, both) and covariance floors: the variant the first draw chose (both starts, eigenvalues down to 0.01)
+lost on the fresh draw's coarse tables (-0.0032 +- 0.0016); this one, the only other to qualify on both draws,
+gained on 2-3-column prior tables +0.040 +- 0.009 / +0.032 +- 0.008 and on cluster shapes +0.106 +- 0.028 /
++0.049 +- 0.024 (first / fresh draw), and lost beyond one standard error on no set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from model.refinement import FULL_COVARIANCE_MAX_WIDTH, VARIANCE_FLOOR, FullMixture, full_em
+
+#: EM steps at most, and the smallest gain in mean log-likelihood per row that continues them.
+MAX_STEPS = 100
+TOLERANCE = 1e-3
+#: :func:`choose`: the widest design it serves.
+MAX_WIDTH = FULL_COVARIANCE_MAX_WIDTH
+#: The temperature of the probabilities over K, on the per-row score -BIC / (2N): fitted to the labelled K of the
+#: low-d and shapes development tables; ECE of the top choice 0.159 -> 0.090 there, 0.144 -> 0.066 on a fresh draw
+#: (against temperature 1; ``docs/results/bic-calibration.md``).
+TEMPERATURE = 0.156
+
+
+def log_likelihood(X: np.ndarray, mixture: FullMixture) -> float:
+    """The total log-likelihood of the rows ``X`` (n, P) under ``mixture`` (its Gaussians' normalising constant
+    included)."""
+    n, p = X.shape
+    return float(logsumexp(mixture.log_joint(X), axis=1).sum() - 0.5 * n * p * np.log(2.0 * np.pi))
+
+
+def n_parameters(k: int, p: int) -> int:
+    """Free parameters of a K-component full-covariance Gaussian mixture in P columns."""
+    return (k - 1) + k * p + k * p * (p + 1) // 2
+
+
+def converged_em(X: np.ndarray, labels: np.ndarray, k: int, floor: float = VARIANCE_FLOOR,
+                 max_steps: int = MAX_STEPS, tol: float = TOLERANCE) -> tuple[np.ndarray, FullMixture, float]:
+    """:func:`model.refinement.full_em` from the partition ``labels`` until a step raises the mean log-likelihood
+    per row by less than ``tol`` (at most ``max_steps``) -> (partition, mixture, total log-likelihood)."""
+    labels, mixture = full_em(X, labels, k, steps=max_steps, floor=floor, tol=tol)
+    return labels, mixture, log_likelihood(X, mixture)
+
+
+@dataclass(frozen=True)
+class BicChoice:
+    """The mixture BIC chose: ``k``, its ``labels`` and ``mixture``; per K of ``ks`` the ``bic``, the per-row score
+    -BIC / (2N) (``scores``) and the probabilities over K (``probabilities``, a softmax of the scores at the
+    temperature :func:`bic_choice` was given)."""
+
+    k: int
+    labels: np.ndarray
+    mixture: FullMixture
+    ks: np.ndarray
+    bic: np.ndarray
+    scores: np.ndarray
+    probabilities: np.ndarray
+
+
+def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float = VARIANCE_FLOOR,
+               max_steps: int = MAX_STEPS, tol: float = TOLERANCE, temperature: float = TEMPERATURE) -> BicChoice:
+    """Per K of ``starts`` (K -> the hard partitions to start EM from), the converged mixture of highest likelihood
+    among its starts; then the K of lowest BIC (ties to the smaller K)."""
+    from model.k_ranker import k_probabilities
+
+    if not starts:
+        raise ValueError("bic_choice needs at least one K to fit")
+    n, p = X.shape
+    ks = np.array(sorted(starts))
+    fits, bic = [], np.empty(len(ks))
+    for i, k in enumerate(ks):
+        best = max((converged_em(X, s, int(k), floor, max_steps, tol) for s in starts[int(k)]), key=lambda f: f[2])
+        fits.append(best)
+        bic[i] = -2.0 * best[2] + n_parameters(int(k), p) * np.log(n)
+    j = int(np.argmin(bic))
+    scores = -0.5 * bic / n
+    return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, k_probabilities(scores, temperature))
+
+
+def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> BicChoice:
+    """K in 2..``k_hi`` and the partition of the design rows ``X`` (n, P <= :data:`MAX_WIDTH`): per K the mixture
+    run to convergence from the network's candidate at that K (``candidates`` (K_max-1, n), K = 2.. in order), then
+    the K of lowest BIC (:func:`bic_choice`)."""
+    if X.shape[1] > MAX_WIDTH:
+        raise ValueError(f"the BIC path serves designs of at most {MAX_WIDTH} columns, got {X.shape[1]}")
+    return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)})

@@ -1,0 +1,92 @@
+"""Tables of few columns (model/low_dim.py): full-covariance mixtures run to convergence, K by BIC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score
+from sklearn.mixture import GaussianMixture
+
+from model.low_dim import bic_choice, choose, converged_em, log_likelihood, n_parameters
+from model.refinement import full_em
+
+
+def _tilted_blobs(seed: int = 0, n_per: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Three elongated, differently tilted Gaussian clusters in 2-D."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n_per)
+    X = np.empty((3 * n_per, 2))
+    for c, (centre, angle) in enumerate((((0, 0), 0.3), ((6, 1), 1.2), ((2, 6), -0.6))):
+        rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+        X[y == c] = rng.normal(size=(n_per, 2)) * [2.0, 0.4] @ rot.T + centre
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def test_the_parameter_count_is_a_full_covariance_mixtures():
+    assert n_parameters(1, 2) == 5  # a mean (2) and a covariance (3)
+    assert n_parameters(2, 2) == 1 + 4 + 6
+    assert n_parameters(3, 4) == 2 + 12 + 30
+
+
+def test_log_likelihood_matches_scikit_learns_for_the_same_mixture():
+    X, y = _tilted_blobs()
+    _, mixture = full_em(X, y, 3, steps=1, floor=1e-6)
+    gmm = GaussianMixture(3, covariance_type="full", reg_covar=0.0)
+    gmm.weights_ = np.exp(mixture.log_weights)
+    gmm.means_ = mixture.means
+    gmm.precisions_cholesky_ = np.stack([np.linalg.inv(L).T for L in mixture.cholesky])
+    gmm.covariances_ = np.stack([L @ L.T for L in mixture.cholesky])
+    np.testing.assert_allclose(log_likelihood(X, mixture), gmm.score(X) * len(X), rtol=1e-9)
+
+
+def test_em_to_convergence_raises_the_likelihood_and_stops_before_its_step_limit():
+    X, y = _tilted_blobs(seed=1)
+    start = np.where(np.random.default_rng(0).random(len(y)) < 0.3, (y + 1) % 3, y)
+    _, three = full_em(X, start, 3)
+    labels, mixture, ll = converged_em(X, start, 3, max_steps=200, tol=1e-6)
+    assert ll == pytest.approx(log_likelihood(X, mixture))
+    assert ll > log_likelihood(X, three)
+    best = adjusted_rand_score(y, converged_em(X, y, 3)[0])  # started from the truth (the clusters touch)
+    assert adjusted_rand_score(y, labels) >= best - 0.005 and best > 0.9
+    _, at_limit = full_em(X, start, 3, steps=200)  # without tol every step runs: the same fixed point
+    assert log_likelihood(X, at_limit) == pytest.approx(ll, rel=1e-5)
+
+
+def test_bic_chooses_the_number_of_tilted_gaussian_clusters_and_its_probabilities_say_so():
+    X, y = _tilted_blobs(seed=2)
+    choice = bic_choice(X, {k: [KMeans(k, n_init=1, random_state=0).fit_predict(X)] for k in range(2, 7)})
+    best = adjusted_rand_score(y, converged_em(X, y, 3)[0])  # started from the truth (the clusters touch)
+    assert choice.k == 3 and adjusted_rand_score(y, choice.labels) >= best - 0.02 and best > 0.9
+    assert list(choice.ks) == [2, 3, 4, 5, 6] and int(np.argmin(choice.bic)) == 1
+    np.testing.assert_allclose(choice.scores, -0.5 * choice.bic / len(X))  # per row: comparable across N
+    np.testing.assert_allclose(choice.probabilities.sum(), 1.0)
+    assert int(np.argmax(choice.probabilities)) == 1
+    np.testing.assert_array_equal(choice.mixture.labels(X), choice.labels)
+    sharp = bic_choice(X, {k: [choice.labels if k == 3 else KMeans(k, n_init=1, random_state=0).fit_predict(X)]
+                           for k in range(2, 7)}, temperature=1e-3)
+    assert sharp.probabilities[1] > 0.99 and sharp.probabilities[1] > choice.probabilities[1]
+
+
+def test_bic_keeps_the_best_likelihood_among_a_ks_starts():
+    """A poor start (every row in one arbitrary half) beside a good one: the good one's mixture is kept."""
+    X, y = _tilted_blobs(seed=3)
+    poor = (np.arange(len(y)) % 3).astype(np.int64)
+    choice = bic_choice(X, {3: [poor, y]})
+    assert adjusted_rand_score(y, choice.labels) > 0.9
+    alone = bic_choice(X, {3: [y]})
+    assert choice.bic[0] == pytest.approx(alone.bic[0])
+
+
+def test_choose_starts_each_k_from_its_candidate_and_refuses_wide_designs():
+    X, y = _tilted_blobs(seed=4)
+    rng = np.random.default_rng(5)
+    candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
+    choice = choose(X, candidates, k_hi=6)
+    assert list(choice.ks) == [2, 3, 4, 5, 6] and choice.k == 3
+    same = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)})
+    np.testing.assert_allclose(choice.bic, same.bic)
+    with pytest.raises(ValueError, match="at most 4 columns"):
+        choose(rng.normal(size=(50, 5)), candidates[:, :50], k_hi=3)
+    with pytest.raises(ValueError, match="at least one K"):
+        bic_choice(np.zeros((10, 2)), {})
