@@ -46,6 +46,9 @@ from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # 
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
 SETS = ("prior", "noisy", "one-informative", "coarse", "low-d", "dev", "shapes")
+#: Sets of the paper's prior at a few columns (their D range): ``low-d`` is one of SETS; ``mid-d`` (added
+#: 2026-11-30, for the width of the BIC path, ``benchmarks/choose_low_dim.py``) only where a benchmark asks for it.
+FEW_COLUMNS = {"low-d": (2, 3), "mid-d": (4, 6)}
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
@@ -64,11 +67,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
 
         yield from shape_frames(n_tasks, offset)
         return
-    if which not in SETS:
-        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}")
+    if which not in SETS and which not in FEW_COLUMNS:
+        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
-    prior = dataclasses.replace(base, n_features=(2, 3)) if which == "low-d" else prior_variant(base, which)
+    prior = (dataclasses.replace(base, n_features=FEW_COLUMNS[which]) if which in FEW_COLUMNS
+             else prior_variant(base, which))
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
         yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)

@@ -124,16 +124,18 @@ ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coar
                        "shapes": 54}
 
 
-def estimator_variant_rows(work, doc: str, out: str, argv=None) -> tuple[argparse.Namespace, pd.DataFrame]:
+def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None
+                           ) -> tuple[argparse.Namespace, pd.DataFrame]:
     """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
     ``--out``, default ``out``) parsed from ``argv``, and the rows of ``work`` over the sets asked for
-    (:func:`rows_per_set`, the offset passed on)."""
+    (:func:`rows_per_set`, the offset passed on); ``sizes``: the sets and their sizes (default
+    :data:`ESTIMATOR_SET_SIZES`)."""
     from model.estimator import default_checkpoint_path
 
-    sizes = ESTIMATOR_SET_SIZES
+    sizes = ESTIMATOR_SET_SIZES if sizes is None else sizes
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
-    ap.add_argument("--set", nargs="+", default=list(sizes), choices=list(sizes), help="default: all seven")
+    ap.add_argument("--set", nargs="+", default=list(sizes), choices=list(sizes), help="default: all of them")
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--offset", type=int, default=0,

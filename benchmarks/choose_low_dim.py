@@ -1,20 +1,30 @@
-"""How tables of few columns get K and their partition, chosen on development data by the decision protocol.
+r"""How tables of few columns get K and their partition, chosen on development data by the decision protocol.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --out docs/results/choice-low-dim
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d dev \
+        shapes --out docs/results/choice-low-dim
 
-Each table of the seven development sets (``benchmarks/choose_checkpoint.py``'s ``prior``, ``noisy``,
-``one-informative``, ``coarse``, ``low-d``, ``dev`` and ``shapes``) is clustered as ``TabClustPFN`` does by
-default up to the choice of K (preprocessing, 4 column orderings, every candidate refined by two Lloyd steps; the
+(the first choice, written with the six variants above the ``-w`` ones at commit 797db7b). Each table of the
+development sets (``benchmarks/choose_checkpoint.py``'s ``prior``, ``noisy``, ``one-informative``, ``coarse``,
+``low-d``, ``dev`` and ``shapes``, and ``mid-d`` below) is clustered as ``TabClustPFN`` does by default up to the
+choice of K (preprocessing, 4 column orderings, every candidate refined by two Lloyd steps; the
 K ranker's K). A table whose design (numeric columns and one-hot codes) has more than
 ``model.refinement.FULL_COVARIANCE_MAX_WIDTH`` columns keeps today's answer in every variant; on the others:
 
-- ``default``: today's: the ranker's K, three EM steps of the full-covariance mixture (the baseline);
+- ``default``: the ranker's K, three EM steps of the full-covariance mixture (the default before the BIC path; the
+  baseline);
 - ``converged``: the ranker's K, EM run to convergence (:func:`model.low_dim.converged_em`);
 - ``bic-net``: K by BIC (:func:`model.low_dim.bic_choice`), each K's mixture run to convergence from the network's
   candidate at that K;
 - ``bic-net-kmeans``: the same from the network's candidate and a k-means++ partition, the better likelihood kept;
 - ``bic-net-kmeans-floor-0.01``: the same with covariance eigenvalues down to 0.01 (0.1 elsewhere);
-- ``bic-kmeans``: from the k-means++ partition only (scikit-learn's GMM-BIC in this EM): what the network adds.
+- ``bic-kmeans``: from the k-means++ partition only (scikit-learn's GMM-BIC in this EM): what the network adds;
+- ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones.
+
+The ``mid-d`` set (200 tables of the prior with 4-6 columns; added 2026-11-30, with the ``-w`` variants, after the
+first choice, ``bic-net`` on up to 4 columns, lost at D = 4 in the test regime ``regime-cluster-pfn.md``) holds the
+4-column tables the other sets lack:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --out docs/results/choice-low-dim-width
 
 Per set each variant against ``default`` table by table: paired mean ARI difference +- standard error, tables
 better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
@@ -42,7 +52,12 @@ BIC_VARIANTS = {
     "bic-net-kmeans-floor-0.01": (("net", "kmeans"), 0.01),
     "bic-kmeans": (("kmeans",), 0.1),
 }
-VARIANTS = (BASELINE, "converged", *BIC_VARIANTS)
+#: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
+WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
+VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS)
+#: the development sets: the estimator-level choices' seven and ``mid-d``
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
+         "shapes": 54}
 
 
 def kmeans_start(X: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
@@ -62,6 +77,8 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return full_em(X, candidates[k - 2], k)[0], k
     if name == "converged":
         return converged_em(X, candidates[k - 2], k)[0], k
+    if name in WIDTH_VARIANTS:
+        return variant_answer("bic-net" if X.shape[1] <= WIDTH_VARIANTS[name] else BASELINE, X, candidates, k_hi, k)
     if name in BIC_VARIANTS:
         kinds, floor = BIC_VARIANTS[name]
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + ([kmeans_start(X, kk)] if "kmeans" in kinds
@@ -110,7 +127,7 @@ def main(argv=None) -> None:
     from model.refinement import FULL_COVARIANCE_MAX_WIDTH
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv)
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv, sizes=SIZES)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
     chosen, verdicts = verdict(diffs, BASELINE)
     few = df[df["width"] <= FULL_COVARIANCE_MAX_WIDTH]

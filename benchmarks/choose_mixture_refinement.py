@@ -1,4 +1,4 @@
-"""Whether the chosen partition is refined again by a Gaussian mixture (``TabClustPFN(refine="gmm")``), chosen on
+r"""Whether the chosen partition is refined again by a Gaussian mixture (``TabClustPFN(refine="gmm")``), chosen on
 development data by the decision protocol.
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --out docs/results/choice-mixture-refine

@@ -318,6 +318,34 @@ def test_choose_low_dim_changes_only_tables_of_few_columns_and_names_its_choice(
         main(["--set", "dev", "--offset", "3", "--out", str(out)])
 
 
+def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():
+    from benchmarks.choose_checkpoint import FEW_COLUMNS, tables
+
+    for which, (lo, hi) in FEW_COLUMNS.items():
+        frames = [frame for _, frame, _ in tables(which, 6)]
+        assert all(lo <= frame.shape[1] <= hi for frame in frames)
+    assert {frame.shape[1] for _, frame, _ in tables("mid-d", 6)} != {6}  # the range, not its end
+    with pytest.raises(ValueError, match="unknown set 'wide'"):
+        next(tables("wide", 1))
+
+
+def test_choose_low_dim_width_variants_take_the_bic_path_only_up_to_their_width():
+    from benchmarks.choose_low_dim import variant_answer
+
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1, 2], 100)
+    for width in (2, 3, 4):
+        X = rng.normal(size=(300, width)) * 0.5 + 4.0 * np.eye(3, width)[y]
+        candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])
+        bic = variant_answer("bic-net", X, candidates, 6, 2)
+        ranker = variant_answer("default", X, candidates, 6, 2)
+        for name, bound in (("bic-net-w2", 2), ("bic-net-w3", 3)):
+            labels, k = variant_answer(name, X, candidates, 6, 2)
+            want = bic if width <= bound else ranker
+            assert k == want[1]
+            np.testing.assert_array_equal(labels, want[0])
+
+
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
     from benchmarks.choose_screening import VARIANTS, main
 
