@@ -267,9 +267,8 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
             floor: float = VARIANCE_FLOOR, tol: float | None = None) -> tuple[np.ndarray, FullMixture]:
     """``steps`` EM steps of a K-component Gaussian mixture, each component with its own full covariance (its
     eigenvalues at least ``floor``: :func:`diagonal_em`'s variance floor in every direction) and mixing proportion,
-    on ``X`` (n, P), started
-    from the hard partition ``labels`` (values in 0..k-1). Returns the partition (each row's most probable
-    component) and the mixture it was assigned with. A component that loses every row keeps its mean and
+    on ``X`` (n, P), started from the hard partition ``labels`` (values in 0..k-1). Returns the partition (each
+    row's most probable component) and the mixture it was assigned with. A component that loses every row keeps its mean and
     covariance and takes no row from then on (weight 0). ``tol``: stop before ``steps`` once a step raises the
     mean log-likelihood per row by less than it (EM run to convergence)."""
     if steps < 1:
