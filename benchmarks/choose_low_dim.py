@@ -89,33 +89,20 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
 
 
 def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
-    checkpoint, which, n, start, stop, offset = args
-    import torch
     from sklearn.metrics import adjusted_rand_score
 
-    from benchmarks.choose_checkpoint import tables
-    from model.checkpoint import load_checkpoint
+    from benchmarks.choose_mixture_refinement import ranked_tables
     from model.refinement import FULL_COVARIANCE_MAX_WIDTH, mixture_refinement
-    from pipeline.k_ranker_fit import table_candidates
 
-    torch.set_num_threads(1)
-    net = load_checkpoint(checkpoint)[0].eval()
-    if net.k_ranker is None:
-        raise SystemExit(f"error: {checkpoint} carries no K ranker: the baseline is the ranker's choice")
     rows = []
-    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
-        if not start <= i < stop:
-            continue
-        with torch.no_grad():
-            table = table_candidates(net, frame, len(y), stages=(net.cfg.k_ranker_candidates,))
-            k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
+    for name, y, table, k in ranked_tables(*args):
         X, width = table.X, table.X.shape[1]
-        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "width": width}
-        today = mixture_refinement(X, table.candidates[k - 2], k, table.mixtures[k - 2])[0]
+        row = {"set": args[1], "table": name, "K": int(len(np.unique(y))), "width": width}
+        few = width <= FULL_COVARIANCE_MAX_WIDTH  # else every variant keeps today's answer
+        today = None if few else mixture_refinement(X, table.candidates[k - 2], k, table.mixtures[k - 2])[0]
         for v in VARIANTS:
             t0 = time.perf_counter()
-            labels, kv = (variant_answer(v, X, table.candidates, table.k_hi, k) if width <= FULL_COVARIANCE_MAX_WIDTH
-                          else (today, k))
+            labels, kv = variant_answer(v, X, table.candidates, table.k_hi, k) if few else (today, k)
             row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
             row[v], row[v + "_k"] = float(adjusted_rand_score(y, labels)), int(kv)
         rows.append(row)

@@ -92,10 +92,11 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
     raise ValueError(f"unknown variant {name!r}")
 
 
-def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
-    checkpoint, which, n, start, stop, offset, variants = args
+def ranked_tables(checkpoint: str, which: str, n: int, start: int, stop: int, offset: int):
+    """Tables start..stop-1 of the first ``n`` of development set ``which`` (from validation seed ``offset``), each
+    clustered as ``TabClustPFN`` does by default up to K -> (name, labels, its
+    :class:`pipeline.k_ranker_fit.TableCandidates`, the checkpoint's K ranker's K) each, one worker thread."""
     import torch
-    from sklearn.metrics import adjusted_rand_score
 
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
@@ -104,16 +105,24 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
     torch.set_num_threads(1)
     net = load_checkpoint(checkpoint)[0].eval()
     if net.k_ranker is None:
-        raise SystemExit(f"error: {checkpoint} carries no K ranker: the variants refine the ranker's choice")
-    rows = []
+        raise SystemExit(f"error: {checkpoint} carries no K ranker: the variants start from the ranker's choice")
     for i, (name, frame, y) in enumerate(tables(which, n, offset)):
         if not start <= i < stop:
             continue
         with torch.no_grad():
             table = table_candidates(net, frame, len(y), stages=(net.cfg.k_ranker_candidates,))
-            X, candidates = table.X, table.candidates
             k, _ = net.k_ranker.choose(table.features[net.cfg.k_ranker_candidates])
-        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "k": k}
+        yield name, y, table, k
+
+
+def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
+    *where, variants = args
+    from sklearn.metrics import adjusted_rand_score
+
+    rows = []
+    for name, y, table, k in ranked_tables(*where):
+        X, candidates = table.X, table.candidates
+        row = {"set": where[1], "table": name, "K": int(len(np.unique(y))), "k": k}
         for v in variants:
             t0 = time.perf_counter()
             labels = variant_labels(v, X, candidates[k - 2], k)

@@ -29,7 +29,7 @@ from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import choose as choose_low_dim
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
-                             K_SELECTIONS, resolve_k_selection, select_k)
+                             resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
@@ -370,14 +370,15 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if (self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
                 and rows.shape[1] <= LOW_DIM_MAX_WIDTH):
             rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi)
-        k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=rule if rule in K_SELECTIONS else
-                                  DEFAULT_K_SELECTION, members=(member_probs, member_posteriors), candidates=candidates)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
-        if low_dim is not None:
-            k_auto, scores, k_probs = low_dim.k, np.full_like(scores, -np.inf), np.zeros(k_max - 1)
+        if low_dim is not None:  # the network's own rules are not needed: BIC's scores and probabilities
+            k_auto, scores, k_probs = low_dim.k, np.full(k_max - 1, -np.inf), np.zeros(k_max - 1)
             scores[low_dim.ks - 2], k_probs[low_dim.ks - 2] = low_dim.scores, low_dim.probabilities
-        elif rule == "ranker" and self.n_clusters is None:
+        else:
+            k_auto, scores = select_k(probs_all, posterior, k_hi=k_hi, rule=DEFAULT_K_SELECTION if rule == "ranker"
+                                      else rule, members=(member_probs, member_posteriors), candidates=candidates)
+        if rule == "ranker" and self.n_clusters is None:
             ranked = np.full_like(scores, -np.inf)
             features, mixtures = ranker_features(
                 rows, candidates, probs_all, posterior, (member_probs, member_posteriors), k_hi,

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from model.refinement import FULL_COVARIANCE_MAX_WIDTH, VARIANCE_FLOOR, FullMixture, full_em
 
@@ -41,7 +40,7 @@ def log_likelihood(X: np.ndarray, mixture: FullMixture) -> float:
     """The total log-likelihood of the rows ``X`` (n, P) under ``mixture`` (its Gaussians' normalising constant
     included)."""
     n, p = X.shape
-    return float(logsumexp(mixture.log_joint(X), axis=1).sum() - 0.5 * n * p * np.log(2.0 * np.pi))
+    return float(mixture.posterior(X)[1].sum() - 0.5 * n * p * np.log(2.0 * np.pi))
 
 
 def n_parameters(k: int, p: int) -> int:

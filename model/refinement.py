@@ -169,8 +169,32 @@ def refine_candidates(X: np.ndarray, probs: np.ndarray, n_candidates: int, steps
     return labels, kept
 
 
+class _Mixture:
+    """What a Gaussian mixture of this module does with rows, given its ``log_joint(X)`` (n, K): each row to its
+    most probable component (``labels``), its posterior over the components (``probabilities``)."""
+
+    def log_joint(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def labels(self, X: np.ndarray) -> np.ndarray:
+        return self.log_joint(X).argmax(1)
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """Soft assignment (n, K): each component's posterior probability given the row."""
+        return self.posterior(X)[0]
+
+    def posterior(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, K) posterior over the components and (n,) each row's log-likelihood up to the constant
+        ``log_joint`` leaves out."""
+        logits = self.log_joint(X)
+        top = logits.max(1, keepdims=True)
+        p = np.exp(logits - top)
+        total = p.sum(1, keepdims=True)
+        return p / total, top[:, 0] + np.log(total[:, 0])
+
+
 @dataclass(frozen=True)
-class DiagonalMixture:
+class DiagonalMixture(_Mixture):
     """A refined partition's model under ``refine="gmm"``: K Gaussians with diagonal covariances (``variances``, per
     component and design column; equal rows when shared) and mixing proportions. Rows go to the most probable
     component; the soft assignment is its posterior."""
@@ -184,16 +208,6 @@ class DiagonalMixture:
         precision = 1.0 / self.variances
         quad = (X**2) @ precision.T - 2.0 * X @ (self.means * precision).T + (self.means**2 * precision).sum(1)[None]
         return -0.5 * (quad + np.log(self.variances).sum(1)[None]) + self.log_weights[None]
-
-    def labels(self, X: np.ndarray) -> np.ndarray:
-        return self.log_joint(X).argmax(1)
-
-    def probabilities(self, X: np.ndarray) -> np.ndarray:
-        """Soft assignment (n, K): each component's posterior probability given the row."""
-        logits = self.log_joint(X)
-        logits -= logits.max(1, keepdims=True)
-        p = np.exp(logits)
-        return p / p.sum(1, keepdims=True)
 
 
 def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
@@ -232,7 +246,7 @@ def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_
 
 
 @dataclass(frozen=True)
-class FullMixture:
+class FullMixture(_Mixture):
     """A refined partition's model under a full-covariance mixture: K Gaussians, each with its own covariance (the
     lower Cholesky factor ``cholesky`` (K, P, P)), and mixing proportions. Rows go to the most probable component;
     the soft assignment is its posterior. Its ``log_joint`` is on the scale of :class:`DiagonalMixture`'s."""
@@ -252,25 +266,15 @@ class FullMixture:
                          + self.log_weights[c])
         return out
 
-    def labels(self, X: np.ndarray) -> np.ndarray:
-        return self.log_joint(X).argmax(1)
-
-    def probabilities(self, X: np.ndarray) -> np.ndarray:
-        """Soft assignment (n, K): each component's posterior probability given the row."""
-        logits = self.log_joint(X)
-        logits -= logits.max(1, keepdims=True)
-        p = np.exp(logits)
-        return p / p.sum(1, keepdims=True)
-
 
 def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
             floor: float = VARIANCE_FLOOR, tol: float | None = None) -> tuple[np.ndarray, FullMixture]:
     """``steps`` EM steps of a K-component Gaussian mixture, each component with its own full covariance (its
     eigenvalues at least ``floor``: :func:`diagonal_em`'s variance floor in every direction) and mixing proportion,
     on ``X`` (n, P), started from the hard partition ``labels`` (values in 0..k-1). Returns the partition (each
-    row's most probable component) and the mixture it was assigned with. A component that loses every row keeps its mean and
-    covariance and takes no row from then on (weight 0). ``tol``: stop before ``steps`` once a step raises the
-    mean log-likelihood per row by less than it (EM run to convergence)."""
+    row's most probable component) and the mixture it was assigned with. A component that loses every row keeps
+    its mean and covariance and takes no row from then on (weight 0). ``tol``: stop before ``steps`` once a step
+    raises the mean log-likelihood per row by less than it (EM run to convergence)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if floor <= 0:
@@ -292,13 +296,9 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
         log_weights = np.full(k, -np.inf)
         log_weights[kept] = np.log(mass[kept] / n)
         model = FullMixture(means.copy(), chol.copy(), log_weights)
-        logits = model.log_joint(X)
-        top = logits.max(1, keepdims=True)
-        resp = np.exp(logits - top)
-        total = resp.sum(1, keepdims=True)
-        resp /= total
+        resp, row_ll = model.posterior(X)
         if tol is not None:  # the mean log-likelihood per row, up to a constant
-            mean_ll = float((top[:, 0] + np.log(total[:, 0])).mean())
+            mean_ll = float(row_ll.mean())
             if mean_ll - previous < tol:
                 break
             previous = mean_ll
