@@ -29,7 +29,7 @@ from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import choose as choose_low_dim
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
-                             resolve_k_selection, select_k)
+                             expected_ari, resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
 
 try:  # scikit-learn >= 1.6
@@ -221,6 +221,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     (3, array([0, 1, 1, 2, 0]))
     """
 
+    #: How a calibrated K ranker's answer becomes K: ``"top"``, its most probable K; ``"expected_ari"``, the
+    #: candidate of highest expected ARI against the candidate at K ~ its probabilities (minimum Bayes risk, as
+    #: :func:`model.selection.expected_ari`). A design alternative judged on development data
+    #: (``benchmarks/choose_k_decision.py``), not a parameter.
+    _ranker_decision = "top"
+
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
         "checkpoint": [str, os.PathLike, None],
@@ -391,6 +397,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                                 distinct_fraction(Z[ctx], cat_mask))
                 k_probs = np.zeros(k_max - 1)
                 k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], temperature)
+                if self._ranker_decision == "expected_ari":  # the Bayes choice for the ARI under them
+                    k_auto = int(np.argmax(expected_ari(candidates[: k_hi - 1], k_probs[: k_hi - 1]))) + 2
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
         self._centroids: Centroids | DiagonalMixture | FullMixture | None = refined[k - 2]

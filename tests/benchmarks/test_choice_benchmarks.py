@@ -525,3 +525,38 @@ def test_choose_dequantize_keeps_the_answer_where_no_column_is_spread_and_refuse
     assert "Command: `python benchmarks/choose_dequantize.py --set low-d" in report
     with pytest.raises(SystemExit):  # the dev suite has no fresh draw
         main(["--set", "dev", "--offset", "1000", "--out", str(out)])
+
+
+def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tmp_path, monkeypatch):
+    import model.estimator as estimator_module
+    from benchmarks.choose_k_decision import estimator_for, main
+    from model.estimator import TabClustPFN
+
+    out = tmp_path / "choice-k-decision"
+    main(["--set", "prior", "--tasks", "3", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 3 and (df["top_rule"] == "ranker").all()
+    report = (tmp_path / "choice-k-decision.md").read_text()
+    assert "| prior | 3 | expected_ari |" in report and "Chosen: " in report
+    assert "Command: `python benchmarks/choose_k_decision.py --set prior" in report
+
+    rng = np.random.default_rng(3)  # 6 columns: the ranker's path, not the BIC one
+    X = np.vstack([rng.normal(m, 1.0, size=(60, 6)) for m in (0.0, 1.5, 3.0)])
+    top, plain = estimator_for("top", None).fit(X), TabClustPFN(random_state=0).fit(X)
+    assert top.k_selection_ == "ranker" and top.n_clusters_ == plain.n_clusters_
+    assert np.array_equal(top.labels_, plain.labels_)  # the baseline is the estimator's default
+    p = np.array(list(top.k_probabilities_.values()))
+    assert top.n_clusters_ == int(np.argmax(p)) + 2  # its K: the most probable one
+
+    seen = []  # the Bayes variant's K is the argmax of the expected ARI under the ranker's probabilities
+    real = estimator_module.expected_ari
+    monkeypatch.setattr(estimator_module, "expected_ari", lambda labels, q: seen.append((q, real(labels, q)))
+                        or seen[-1][1])
+    bayes = estimator_for("expected_ari", None).fit(X)
+    assert len(seen) == 1 and bayes.k_selection_ == "ranker"
+    q, scores = seen[0]
+    assert np.allclose(q, p[: len(q)]) and bayes.n_clusters_ == int(np.argmax(scores)) + 2
+    TabClustPFN(random_state=0).fit(X)
+    assert len(seen) == 1  # the default never asks for it
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("median", None)
