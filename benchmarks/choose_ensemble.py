@@ -18,52 +18,24 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 BASELINE = "4"
 VARIANTS = ("4", "3", "2", "1")
 
 
-def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
-    checkpoint, which, n, start, stop, offset = args
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as jobs/evaluate.py runs a method: one CPU per task
-    try:
-        return _fits(checkpoint, which, n, start, stop, offset)
-    finally:
-        torch.set_num_threads(threads)  # run in-process (workers=1), the caller keeps its threads
-
-
-def _fits(checkpoint: str, which: str, n: int, start: int, stop: int, offset: int) -> list[dict]:
-    from sklearn.metrics import adjusted_rand_score
-
-    from benchmarks.choose_checkpoint import tables
+def _estimator(variant: str, checkpoint: str):
     from model.estimator import TabClustPFN
 
-    estimators = {v: TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=int(v)) for v in VARIANTS}
-    for est in estimators.values():  # each loads the network once, before any clock starts
-        est.fit(np.random.default_rng(0).normal(size=(32, 2)))
-    rows = []
-    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
-        if not start <= i < stop:
-            continue
-        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
-               "columns": frame.shape[1]}
-        for variant in VARIANTS:
-            started = time.perf_counter()
-            est = estimators[variant].fit(frame)
-            row.update({variant: adjusted_rand_score(y, est.labels_), f"{variant}_k": est.n_clusters_,
-                        f"{variant}_s": time.perf_counter() - started, f"{variant}_members": est.n_estimators_})
-        rows.append(row)
-    return rows
+    return TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=int(variant))
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    from benchmarks.choose_k_rule import fit_each
+
+    return fit_each(_estimator, VARIANTS, *args, extra=lambda est: {"members": est.n_estimators_})
 
 
 def main(argv=None) -> None:

@@ -28,12 +28,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-
-import numpy as np  # noqa: E402
 
 BASELINE = "top"
 VARIANTS = ("top", "expected_ari")
@@ -50,37 +47,9 @@ def estimator_for(variant: str, checkpoint: str):
 
 
 def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
-    import torch
+    from benchmarks.choose_k_rule import fit_each
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as jobs/evaluate.py runs a method: one CPU per task
-    try:
-        return _fits(*args)
-    finally:
-        torch.set_num_threads(threads)  # run in-process (workers=1), the caller keeps its threads
-
-
-def _fits(checkpoint: str, which: str, n: int, start: int, stop: int, offset: int) -> list[dict]:
-    from sklearn.metrics import adjusted_rand_score
-
-    from benchmarks.choose_checkpoint import tables
-
-    estimators = {v: estimator_for(v, checkpoint) for v in VARIANTS}
-    for est in estimators.values():  # each loads the network once, before any clock starts
-        est.fit(np.random.default_rng(0).normal(size=(32, 2)))
-    rows = []
-    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
-        if not start <= i < stop:
-            continue
-        row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
-               "columns": frame.shape[1]}
-        for variant, est in estimators.items():
-            started = time.perf_counter()
-            est.fit(frame)
-            row.update({variant: adjusted_rand_score(y, est.labels_), f"{variant}_k": est.n_clusters_,
-                        f"{variant}_s": time.perf_counter() - started, f"{variant}_rule": est.k_selection_})
-        rows.append(row)
-    return rows
+    return fit_each(estimator_for, VARIANTS, *args, extra=lambda est: {"rule": est.k_selection_})
 
 
 def main(argv=None) -> None:

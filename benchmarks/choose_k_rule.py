@@ -124,6 +124,43 @@ ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coar
                        "shapes": 54}
 
 
+def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, stop: int, offset: int,
+             extra=None) -> list[dict]:
+    """Tables start..stop-1 of the first ``n`` of development set ``which`` (from validation seed ``offset``), each
+    fitted by ``make(variant, checkpoint)`` (an unfitted ``TabClustPFN``) for every variant, on one torch thread (as
+    ``jobs/evaluate.py`` runs a method; the caller's threads are given back) -> a row per table: per variant its
+    ARI, K (``VARIANT_k``), seconds (``VARIANT_s``) and ``extra(estimator)``'s fields (``VARIANT_FIELD``)."""
+    import time
+
+    import torch
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        estimators = {v: make(v, checkpoint) for v in variants}
+        for est in estimators.values():  # each loads the network once, before any clock starts
+            est.fit(np.random.default_rng(0).normal(size=(32, 2)))
+        rows = []
+        for i, (name, frame, y) in enumerate(tables(which, n, offset)):
+            if not start <= i < stop:
+                continue
+            row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
+                   "columns": frame.shape[1]}
+            for variant, est in estimators.items():
+                started = time.perf_counter()
+                est.fit(frame)
+                row.update({variant: adjusted_rand_score(y, est.labels_), f"{variant}_k": est.n_clusters_,
+                            f"{variant}_s": time.perf_counter() - started})
+                row.update({f"{variant}_{key}": value for key, value in (extra(est) if extra else {}).items()})
+            rows.append(row)
+        return rows
+    finally:
+        torch.set_num_threads(threads)
+
+
 def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None
                            ) -> tuple[argparse.Namespace, pd.DataFrame]:
     """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
