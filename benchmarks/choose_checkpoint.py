@@ -10,7 +10,9 @@ development sets only: ``prior`` (held-out tasks of the paper's prior, validatio
 ``one-informative`` (the same prior, every table with D >= 3 given 50-90 % pure-noise columns beside as few as
 one informative column, ``NuisanceConfig.min_informative = 1``: a failure of the shipped weights), ``coarse``
 (the same prior, some continuous columns of every table read as ordinal levels, rounded values or counts,
-``NuisanceConfig.p_discrete = 1``; added 2026-11-29), ``low-d`` (the same prior with 2 or 3 columns; added
+``NuisanceConfig.p_discrete = 1``; added 2026-11-29), ``skewed`` (the same prior, half or more of the
+continuous columns of every table measured on a multiplicative scale, ``NuisanceConfig.p_skewed = 1``; added
+2026-12-02), ``low-d`` (the same prior with 2 or 3 columns; added
 2026-11-29), ``dev`` (the 23 tables of ``../shared/benchmarks/dev``) and ``shapes`` (the 54 generated tables of
 arcs, rings and non-spherical blobs of ``benchmarks/shapes.py``; added 2026-11-29). The test suites are not
 touched.
@@ -45,7 +47,7 @@ from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, mac
 from pipeline.evaluation.suites import dev_suite, prior_frame, prior_variant  # noqa: E402
 from tune.evaluate import fixed_synthetic_tasks  # noqa: E402
 
-SETS = ("prior", "noisy", "one-informative", "coarse", "low-d", "dev", "shapes")
+SETS = ("prior", "noisy", "one-informative", "coarse", "skewed", "low-d", "dev", "shapes")
 #: Sets of the paper's prior at a few columns (their D range): ``low-d`` is one of SETS; ``mid-d`` (added
 #: 2026-11-30, for the width of the BIC path, ``benchmarks/choose_low_dim.py``) only where a benchmark asks for it.
 FEW_COLUMNS = {"low-d": (2, 3), "mid-d": (4, 6)}
@@ -168,6 +170,7 @@ def main(argv=None) -> str | None:
     ap.add_argument("--noisy-tasks", type=int, default=200)
     ap.add_argument("--one-informative-tasks", type=int, default=200)
     ap.add_argument("--coarse-tasks", type=int, default=200)
+    ap.add_argument("--skewed-tasks", type=int, default=200)
     ap.add_argument("--low-d-tasks", type=int, default=200)
     ap.add_argument("--shapes-tasks", type=int, default=54)
     ap.add_argument("--offset", type=int, default=0,
@@ -185,7 +188,8 @@ def main(argv=None) -> str | None:
     for note in unranked:
         print(f"warning: {note}", file=sys.stderr)
     n_tasks = {"prior": args.prior_tasks, "noisy": args.noisy_tasks, "one-informative": args.one_informative_tasks,
-               "coarse": args.coarse_tasks, "low-d": args.low_d_tasks, "shapes": args.shapes_tasks}
+               "coarse": args.coarse_tasks, "skewed": args.skewed_tasks, "low-d": args.low_d_tasks,
+               "shapes": args.shapes_tasks}
     df = score([args.baseline, *args.candidates], args.sets, n_tasks, args.offset)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     df.to_csv(args.out + ".csv", index=False)

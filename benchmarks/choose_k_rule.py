@@ -120,8 +120,8 @@ def rows_per_set(work, checkpoint: str, sets: list[str], sizes: dict[str, int], 
 
 #: Every table of each development set, for the choices that fit the estimator once per variant
 #: (``choose_dequantize.py``, ``choose_ensemble.py``).
-ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "dev": 23,
-                       "shapes": 54}
+ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200,
+                       "low-d": 200, "dev": 23, "shapes": 54}
 
 
 def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, stop: int, offset: int,

@@ -207,6 +207,14 @@ class NuisanceConfig:
         one column.
     discrete_levels : tuple of int
         An ordinal or rounded column's number of levels ~ U{discrete_levels} (>= 2).
+    p_skewed : float
+        P(a table's continuous columns are partly measured on a multiplicative scale: prices, amounts,
+        concentrations); 0 turns it off.
+    skewed_fraction : tuple of float
+        The share of the table's continuous cluster-carrying columns so measured ~ U(skewed_fraction), at least one.
+    skew_strength : tuple of float
+        Such a column is ``exp(a z)`` of its z-scores z, a ~ U(skew_strength) (> 0; a = 1: log-normal with
+        sigma 1 where z is Gaussian).
     """
 
     p_noise_features: float = 0.0
@@ -218,6 +226,9 @@ class NuisanceConfig:
     p_discrete: float = 0.0
     discrete_fraction: tuple[float, float] = (0.2, 1.0)
     discrete_levels: tuple[int, int] = (2, 10)
+    p_skewed: float = 0.0
+    skewed_fraction: tuple[float, float] = (0.5, 1.0)
+    skew_strength: tuple[float, float] = (0.3, 1.0)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.min_informative, int) and self.min_informative >= 1):
@@ -235,6 +246,13 @@ class NuisanceConfig:
         if not (0.0 < self.discrete_fraction[0] and self.discrete_fraction[1] <= 1.0):
             raise ValueError(f"discrete_fraction must lie in (0, 1], got {self.discrete_fraction}")
         _check_range("discrete_levels", self.discrete_levels, 2, integer=True)
+        _check_probability("p_skewed", self.p_skewed)
+        _check_range("skewed_fraction", self.skewed_fraction, 0.0)
+        if not (0.0 < self.skewed_fraction[0] and self.skewed_fraction[1] <= 1.0):
+            raise ValueError(f"skewed_fraction must lie in (0, 1], got {self.skewed_fraction}")
+        _check_range("skew_strength", self.skew_strength, 0.0)
+        if not (0.0 < self.skew_strength[0] and self.skew_strength[1] <= 3.0):
+            raise ValueError(f"skew_strength must lie in (0, 3], got {self.skew_strength}")
         _check_range("contamination_scale", self.contamination_scale, 1.0)
         if not (self.contamination_scale[1] > 1.0 and self.contamination_scale[1] <= 1e3):
             raise ValueError(f"contamination_scale must reach above 1 (rows must move) and stay <= 1e3, got "
@@ -242,7 +260,8 @@ class NuisanceConfig:
 
     @property
     def enabled(self) -> bool:
-        return self.p_noise_features > 0.0 or self.p_contamination > 0.0 or self.p_discrete > 0.0
+        return (self.p_noise_features > 0.0 or self.p_contamination > 0.0 or self.p_discrete > 0.0
+                or self.p_skewed > 0.0)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from priors._common import standardize
 from priors.config import PriorConfig
 from priors.gmm import sample_gmm
 from priors.nuisance import (NuisancePlan, contaminate, discretise, measurement_rng, noise_columns, nuisance_rng,
-                             plan_nuisance)
+                             plan_nuisance, scale_rng, skew)
 from priors.zeus import sample_zeus
 
 logger = logging.getLogger(__name__)
@@ -53,10 +53,10 @@ class PriorDataset:
         ``seed``, ``mechanism``, ``n_continuous``; GMM: ``omega_target``, ``omega_achieved``, ``bayes_labels``
         (N,), ``params`` (weights, means, covariances in the coordinates of X), ``spherical``,
         ``homoscedastic``; ZEUS: ``iresnet``, ``n_blocks``, ``lipschitz``, ``cardinalities`` (aligned with
-        ``categorical``). Keys that do not apply to a mechanism hold None. ``noise_columns`` and
-        ``discrete_columns`` (indices of X) and ``contaminated_rows`` (sorted row indices) are empty unless
-        ``config.nuisance`` is on; a GMM table with any has ``params`` None (the mixture no longer describes
-        X), and with contaminated rows or coarse columns ``bayes_labels`` None.
+        ``categorical``). Keys that do not apply to a mechanism hold None. ``noise_columns``,
+        ``discrete_columns`` and ``skewed_columns`` (indices of X) and ``contaminated_rows`` (sorted row indices)
+        are empty unless ``config.nuisance`` is on; a GMM table with any has ``params`` None (the mixture no
+        longer describes X), and with contaminated rows, coarse or skewed columns ``bayes_labels`` None.
     """
 
     X: np.ndarray
@@ -134,9 +134,10 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
                 else config.nuisance.min_informative)
         plan = plan_nuisance(noise_rng, spec.n_rows, spec.n_features, config.nuisance, min_informative=keep)
     coarse_rng = measurement_rng(int(seed)) if config.nuisance.p_discrete > 0.0 else None
+    skew_rng = scale_rng(int(seed)) if config.nuisance.p_skewed > 0.0 else None
     for attempt in range(1, _MAX_ATTEMPTS + 1):
         try:
-            return _assemble(rng, spec, config, int(seed), plan, noise_rng, coarse_rng)
+            return _assemble(rng, spec, config, int(seed), plan, noise_rng, coarse_rng, skew_rng)
         except ValueError as err:  # a constant or non-finite column: draw again from the same stream
             logger.info("seed %d attempt %d invalid (%s); redrawing", seed, attempt, err)
     raise RuntimeError(f"seed {seed}: {_MAX_ATTEMPTS} draws in a row gave an invalid dataset")
@@ -144,14 +145,16 @@ def sample_dataset(seed: int, kind: Kind = "mix", config: PriorConfig | None = N
 
 def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, seed: int,
               plan: NuisancePlan = NuisancePlan(), noise_rng: np.random.Generator | None = None,
-              coarse_rng: np.random.Generator | None = None) -> PriorDataset:
+              coarse_rng: np.random.Generator | None = None, skew_rng: np.random.Generator | None = None
+              ) -> PriorDataset:
     """Draw one dataset of the spec (its D less the plan's noise columns), add the plan's nuisances, normalise
     and permute it; ValueError when it is not usable."""
     meta: dict[str, Any] = dict.fromkeys(
         ("omega_target", "omega_achieved", "bayes_labels", "params", "spherical", "homoscedastic",
          "iresnet", "n_blocks", "lipschitz", "cardinalities"),
     )
-    meta.update(seed=seed, mechanism=spec.mechanism, noise_columns=(), contaminated_rows=(), discrete_columns=())
+    meta.update(seed=seed, mechanism=spec.mechanism, noise_columns=(), contaminated_rows=(), discrete_columns=(),
+                skewed_columns=())
     d_table = spec.n_features - plan.n_noise  # the paper's table; noise columns fill the rest of D
     args = (rng, spec.n_rows, d_table, spec.n_clusters)
     if spec.mechanism == "gmm":
@@ -188,6 +191,12 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
         meta["contaminated_rows"] = tuple(int(r) for r in rows)
         if len(rows):
             meta["bayes_labels"] = None
+    skewed: list[int] = []
+    if skew_rng is not None:  # a multiplicative scale, then (below) perhaps read coarsely on it
+        x = x.copy()
+        x[:, :n_cont], skewed = skew(skew_rng, x[:, :n_cont], config.nuisance)
+        if skewed:
+            meta["bayes_labels"] = None
     coarse: list[int] = []
     if coarse_rng is not None:  # measured after the rows moved: a contaminated value is read like any other
         x = x.copy()
@@ -196,7 +205,7 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
             meta["bayes_labels"] = None
     if plan.n_noise:
         x = np.hstack([x, noise_columns(noise_rng, spec.n_rows, plan.n_noise)])
-    if plan.active or coarse:
+    if plan.active or coarse or skewed:
         params = None
     perm = rng.permutation(spec.n_features)
     x = x[:, perm].astype(np.float32)
@@ -207,6 +216,7 @@ def _assemble(rng: np.random.Generator, spec: TaskSpec, config: PriorConfig, see
     is_cat = (perm >= n_cont) & (perm < d_table)
     meta["noise_columns"] = tuple(int(i) for i in np.flatnonzero(perm >= d_table))
     meta["discrete_columns"] = tuple(int(i) for i in np.flatnonzero(np.isin(perm, coarse)))
+    meta["skewed_columns"] = tuple(int(i) for i in np.flatnonzero(np.isin(perm, skewed)))
     categorical = tuple(int(i) for i in np.flatnonzero(is_cat))
     meta["cardinalities"] = tuple(cards[perm[i] - n_cont] for i in categorical) if cards else ()
     meta["n_continuous"] = n_cont + plan.n_noise  # noise columns are numeric

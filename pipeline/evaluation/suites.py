@@ -251,14 +251,15 @@ def fixed_size_config(kind: str, n: int, d_num: int, d_cat: int, k: int):
 
 
 #: The development variants of a prior (docs/DESIGN.md, "Decision protocol"): see :func:`prior_variant`.
-PRIOR_VARIANTS = ("prior", "noisy", "one-informative", "coarse")
+PRIOR_VARIANTS = ("prior", "noisy", "one-informative", "coarse", "skewed")
 
 
 def prior_variant(base, which: str):
     """``base`` (a ``PriorConfig``) as it is (``"prior"``); with pure-noise columns in half of its tables and
     contaminated rows in 30 % (``"noisy"``); or with 50-90 % pure-noise columns beside as few as one informative
     column in every table (``"one-informative"``); or with some continuous columns of every table read as
-    ordinal levels, rounded values or counts (``"coarse"``; :mod:`priors.nuisance`)."""
+    ordinal levels, rounded values or counts (``"coarse"``); or with half or more of the continuous columns of every
+    table measured on a multiplicative scale (``"skewed"``; :mod:`priors.nuisance`)."""
     import dataclasses
 
     if which == "prior":
@@ -271,6 +272,8 @@ def prior_variant(base, which: str):
             base.nuisance, p_noise_features=1.0, noise_fraction=(0.5, 0.9), min_informative=1))
     if which == "coarse":
         return dataclasses.replace(base, nuisance=dataclasses.replace(base.nuisance, p_discrete=1.0))
+    if which == "skewed":
+        return dataclasses.replace(base, nuisance=dataclasses.replace(base.nuisance, p_skewed=1.0))
     raise ValueError(f"unknown prior variant {which!r}: choose from {', '.join(PRIOR_VARIANTS)}")
 
 

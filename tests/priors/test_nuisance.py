@@ -269,3 +269,51 @@ def test_every_measurement_occurs_and_half_the_tables_at_p_one_half():
 def test_bad_coarse_settings_are_refused(change, match):
     with pytest.raises(ValueError, match=match):
         NuisanceConfig(**change)
+
+
+SKEWED = replace(SMALL, p_gmm=1.0, nuisance=NuisanceConfig(p_skewed=1.0))
+
+
+def test_skewed_columns_change_no_other_draw_of_the_seed():
+    both = replace(SMALL, nuisance=NuisanceConfig(p_noise_features=1.0, p_contamination=1.0, p_discrete=1.0,
+                                                  p_skewed=1.0))
+    for seed in range(8):
+        a = sample_dataset(seed, config=replace(both, nuisance=replace(both.nuisance, p_skewed=0.0)))
+        b = sample_dataset(seed, config=both)
+        np.testing.assert_array_equal(a.y, b.y)
+        assert a.meta["noise_columns"] == b.meta["noise_columns"]
+        assert a.meta["contaminated_rows"] == b.meta["contaminated_rows"]
+        assert a.meta["discrete_columns"] == b.meta["discrete_columns"]  # the coarse draws are their own stream
+        skewed = set(b.meta["skewed_columns"])
+        assert skewed and not skewed & set(b.meta["noise_columns"]) and not skewed & set(b.categorical)
+        same = [j for j in range(a.X.shape[1]) if j not in skewed]
+        np.testing.assert_array_equal(a.X[:, same], b.X[:, same])  # every other column as it was
+
+
+def test_skewed_columns_get_a_long_right_tail_in_the_same_order_and_drop_the_mixture():
+    from scipy.stats import skew, spearmanr
+
+    plain = replace(SKEWED, nuisance=NuisanceConfig())
+    before, after = [], []
+    for seed in range(20):
+        a, b = sample_dataset(seed, config=plain), sample_dataset(seed, config=SKEWED)
+        cols = b.meta["skewed_columns"]
+        lo, hi = SKEWED.nuisance.skewed_fraction
+        d = len(_numeric(b))
+        assert max(1, int(np.floor(lo * d))) <= len(cols) <= int(np.ceil(hi * d))
+        assert b.meta["params"] is None and b.meta["bayes_labels"] is None and a.meta["params"] is not None
+        for j in cols:
+            col = b.X[:, j].astype(np.float64)
+            assert abs(col.mean()) < 1e-5 and abs(col.std() - 1.0) < 1e-4
+            assert spearmanr(a.X[:, j], col)[0] > 0.999  # a monotone reading of the same values
+            before.append(skew(a.X[:, j])), after.append(skew(col))
+    assert np.median(after) > np.median(before) + 0.5  # a right tail that the plain columns lack
+
+
+@pytest.mark.parametrize("change, match", [({"p_skewed": -0.1}, "p_skewed"),
+                                           ({"skewed_fraction": (0.0, 0.5)}, "skewed_fraction"),
+                                           ({"skew_strength": (0.0, 1.0)}, "skew_strength"),
+                                           ({"skew_strength": (0.5, 5.0)}, "skew_strength")])
+def test_bad_skew_settings_are_refused(change, match):
+    with pytest.raises(ValueError, match=match):
+        NuisanceConfig(**change)
