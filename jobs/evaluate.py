@@ -58,6 +58,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN's dropping of pure-noise columns (default: the estimator's, auto)")
     p.add_argument("--dequantize", type=_true_false, default=None, metavar="{true,false}",
                    help="TabClustPFN's spreading of few-level numeric columns (default: the estimator's, false)")
+    p.add_argument("--power-transform", type=_true_false, default=None, metavar="{true,false}",
+                   help="TabClustPFN's Yeo-Johnson transform of skewed numeric columns (default: the estimator's)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "
                                                         "per regime group, 6 methods, 16 calibration datasets")
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                          methods=tuple(args.methods) if args.methods else None, checkpoint=args.checkpoint,
                          k_selection=args.k_selection, n_estimators=args.n_estimators, refine=args.refine,
                          allow_single_cluster=args.allow_single_cluster, screen_noise=args.screen_noise,
-                         dequantize=args.dequantize,
+                         dequantize=args.dequantize, power_transform=args.power_transform,
                          output_dir=args.output,
                          quick=args.quick,
                          calibration_size=args.calibration_size, tasks_per_group=args.tasks_per_group,

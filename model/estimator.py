@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.dequantize import DEFAULT_DEQUANTIZE
 from model.dequantize import dequantize as dequantize_frame
+from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
 from model.preprocessing import TablePreprocessor, as_frame
@@ -141,6 +142,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Off: it qualified on development data (``docs/results/choice-dequantize*.md``) but lost on the real and
         OpenML test suites (``docs/results/evaluation-test-dequantize-change.md``), whose few-level columns often
         carry the clusters; turn it on for tables of scores or counts that form a lattice.
+    power_transform : bool, default=False
+        Yeo-Johnson transform every highly skewed numeric column of one mode (at least 20 distinct values, skewness
+        beyond 1 in magnitude, no second mode) of a table wider than the BIC path (more than 4 design columns) to
+        near-symmetry before clustering (:mod:`model.power`; the exponents are in ``preprocessor_.power_transformed_`` and ``predict``
+        applies them), so that a long tail (prices, amounts, concentrations) is not read as clusters.
 
     Attributes
     ----------
@@ -226,6 +232,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: :func:`model.selection.expected_ari`). A design alternative judged on development data
     #: (``benchmarks/choose_k_decision.py``), not a parameter.
     _ranker_decision = "top"
+    #: The skewness beyond which ``power_transform`` transforms a column (``model.power.MIN_SKEWNESS``; 0: every
+    #: column of many values). A design alternative judged on development data (``benchmarks/choose_power.py``).
+    _power_min_skewness = MIN_SKEWNESS
+    #: Whether ``power_transform`` leaves a column with two modes as it is, and the design width a table must
+    #: exceed for it (that of the BIC path, whose full-covariance mixtures model the clusters' shapes themselves);
+    #: design alternatives, as above.
+    _power_keep_modes = True
+    _power_min_width = LOW_DIM_MAX_WIDTH
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -242,13 +256,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "single_cluster_z": [Interval(Real, None, None, closed="both")],
         "screen_noise": ["boolean", StrOptions({"auto"})],
         "dequantize": ["boolean"],
+        "power_transform": ["boolean"],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
                  batch_rows=1024, k_selection=DEFAULT_ESTIMATOR_K_SELECTION, max_clusters=None,
                  n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
                  single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z, screen_noise=DEFAULT_SCREEN_NOISE,
-                 dequantize=DEFAULT_DEQUANTIZE):
+                 dequantize=DEFAULT_DEQUANTIZE, power_transform=DEFAULT_POWER_TRANSFORM):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -263,6 +278,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.single_cluster_z = single_cluster_z
         self.screen_noise = screen_noise
         self.dequantize = dequantize
+        self.power_transform = power_transform
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -323,7 +339,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         rule = self._k_rule(net, path)
         table, spread = dequantize_frame(frame) if self.dequantize else (frame, [])
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories,
-                                screen_noise=self.screen_noise)
+                                screen_noise=self.screen_noise, power_transform=self.power_transform,
+                                power_min_skewness=self._power_min_skewness,
+                                power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)

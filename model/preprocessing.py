@@ -21,6 +21,12 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
   In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
   frequent code (the same code as a missing value).
+* **Skewed columns** (``power_transform``): each numeric column with at least ``model.power.MIN_DISTINCT``
+  distinct values, a skewness beyond ``power_min_skewness`` in magnitude and one mode (``power_keep_modes``: a
+  column with two modes keeps the shape its clusters give it, :func:`model.screening.multimodal`), in a table of
+  more than ``power_min_width`` design columns, is Yeo-Johnson transformed at its maximum-likelihood exponent (:mod:`model.power`), applied to
+  its z-scores (so the unit does not matter) and z-normalised again; the exponents are fitted once, and
+  ``transform`` applies them to new rows. Columns with fewer values keep their spacing.
 * **Pure-noise columns** (``screen_noise``): continuous columns that show no cluster structure, neither a
   second mode nor a dependence on any other column, are dropped too (listed in ``dropped_`` and ``screened_``)
   in a table where some continuous column has two modes (``"auto"``) or where any column shows structure
@@ -78,6 +84,9 @@ class _Column:
     fill: float = 0.0  # numeric: median; categorical: most frequent code
     categories: tuple = ()  # categorical: kept values, code = position
     other_code: int | None = None  # categorical: code of pooled rare/unseen values, if any
+    power: float | None = None  # numeric: Yeo-Johnson exponent applied to the z-scores (power_transform), if any
+    power_center: float = 0.0  # numeric: mean of the transformed z-scores
+    power_scale: float = 1.0  # numeric: their standard deviation
     # numeric: the column's largest magnitude. The moments are kept relative to it, so that neither a column near
     # the float64 range (x - mean overflows) nor one of subnormal numbers (mean * std underflows to 0) breaks z-scores
     unit: float = 1.0
@@ -202,6 +211,16 @@ class TablePreprocessor:
     screen_noise : {"auto", True, False}, default=False
         Drop the continuous columns that show no cluster structure where some continuous column has two modes
         (``"auto"``) or where any column shows structure (``True``); see the module docstring.
+    power_transform : bool, default=False
+        Yeo-Johnson transform the skewed numeric columns of many distinct values before z-normalising them again;
+        see the module docstring.
+    power_min_skewness : float, default=model.power.MIN_SKEWNESS
+        The skewness (in magnitude) a column must exceed to be transformed; 0: every column of many values.
+    power_keep_modes : bool, default=True
+        Leave a column with two modes (``model.screening.multimodal``) as it is: its asymmetry is clusters.
+    power_min_width : int, default=0
+        Transform only in a table of more than this many design columns (numeric columns plus categorical codes,
+        before noise screening).
 
     Attributes
     ----------
@@ -213,6 +232,8 @@ class TablePreprocessor:
         Dropped input columns (label -> reason).
     screened_ : list[str]
         The columns of ``dropped_`` dropped as pure noise (``screen_noise``).
+    power_transformed_ : dict[str, float]
+        The columns ``power_transform`` transformed -> their Yeo-Johnson exponents (empty without it).
     components_ : ndarray of shape (P, max_features) or None
         Principal axes when the PCA reduction is active (P = numeric + one-hot width), else None.
     cat_mask_ : ndarray of bool, shape (D,)
@@ -229,7 +250,9 @@ class TablePreprocessor:
     """
 
     def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise",
-                 screen_noise: bool | str = False) -> None:
+                 screen_noise: bool | str = False, power_transform: bool = False,
+                 power_min_skewness: float | None = None, power_keep_modes: bool = True,
+                 power_min_width: int = 0) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -240,6 +263,16 @@ class TablePreprocessor:
         if not (isinstance(screen_noise, (bool, np.bool_)) or screen_noise == "auto"):
             raise ValueError(f"screen_noise must be 'auto', True or False, got {screen_noise!r}")
         self.screen_noise = screen_noise
+        self.power_transform = bool(power_transform)
+        if power_min_skewness is None:
+            from model.power import MIN_SKEWNESS as power_min_skewness
+        if not power_min_skewness >= 0:
+            raise ValueError(f"power_min_skewness must be >= 0, got {power_min_skewness!r}")
+        self.power_min_skewness = float(power_min_skewness)
+        self.power_keep_modes = bool(power_keep_modes)
+        if not (isinstance(power_min_width, (int, np.integer)) and power_min_width >= 0):
+            raise ValueError(f"power_min_width must be an integer >= 0, got {power_min_width!r}")
+        self.power_min_width = int(power_min_width)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -279,6 +312,9 @@ class TablePreprocessor:
                              f"({self.dropped_}); nothing to cluster.")
         self.components_ = None
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        self.power_transformed_: dict[str, float] = {}
+        if self.power_transform:
+            self._fit_power(frame)
         self.screened_: list[str] = []
         self._screened_columns: list[_Column] = []
         if self.screen_noise and 1 < len(self.columns_) <= SCREEN_MAX_COLUMNS:
@@ -286,6 +322,34 @@ class TablePreprocessor:
         if len(self.columns_) > self.max_features:
             self._fit_pca(self._encode(frame))
         return self
+
+    def _fit_power(self, frame: pd.DataFrame) -> None:
+        """The Yeo-Johnson exponent of every numeric column of at least ``MIN_DISTINCT`` distinct values, a
+        skewness beyond ``power_min_skewness`` and (``power_keep_modes``) one mode, fitted on its z-scores, and the
+        moments of the result (:mod:`model.power`)."""
+        import dataclasses
+
+        from model.power import MIN_DISTINCT, fit_lambda, skewness, transform
+        from model.refinement import one_hot_widths
+        from model.screening import multimodal
+
+        z = self._encode(frame).astype(np.float64)
+        if (~self.cat_mask_).sum() + one_hot_widths(z, self.cat_mask_).sum() <= self.power_min_width:
+            return
+        for i, col in enumerate(self.columns_):
+            if (col.categorical or np.unique(z[:, i]).size < MIN_DISTINCT
+                    or not abs(skewness(z[:, i])) > self.power_min_skewness
+                    or (self.power_keep_modes and multimodal(z[:, i]))):
+                continue
+            lam = fit_lambda(z[:, i])
+            t = transform(z[:, i], lam)
+            center, scale = float(t.mean()), float(t.std())
+            if not (np.isfinite(center) and scale > 1e-12):  # nothing to standardise: the column stays as it is
+                continue
+            self.columns_[i] = dataclasses.replace(col, power=lam, power_center=center, power_scale=scale)
+            self.power_transformed_[col.name] = lam
+        if self.power_transformed_:
+            logger.info("Yeo-Johnson transformed %d column(s)", len(self.power_transformed_))
 
     def _screen(self, frame: pd.DataFrame) -> None:
         """Drop the pure-noise columns (:func:`model.screening.noise_columns`) from the fitted columns."""
@@ -469,6 +533,12 @@ class TablePreprocessor:
                 filled = np.where(np.isnan(values), col.fill, values)
                 with np.errstate(over="ignore"):  # a new row far outside the column's unit: +-inf, clipped below
                     z = (filled / col.unit - col.unit_center) / col.unit_scale
+                if col.power is not None:
+                    from model.power import transform
+
+                    with np.errstate(invalid="ignore"):  # inf - inf: nan, read as the clip's side below
+                        z = np.where(np.isfinite(z), (transform(np.nan_to_num(z), col.power) - col.power_center)
+                                     / col.power_scale, z)
                 out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
         return out
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.optimize import fminbound
 from scipy.stats import chi2, kruskal, rankdata
+
+from model.power import yeo_johnson
 
 __all__ = ["DEFAULT_SCREEN_NOISE", "MIN_DISTINCT", "TRIGGERS", "screen_noise_setting", "noise_columns",
            "dependent_columns", "multimodal", "associated_columns"]
@@ -122,45 +123,6 @@ def multimodal(x: np.ndarray, valley: float = VALLEY, min_mass: float = MIN_MASS
     with np.errstate(all="ignore"):
         t = yeo_johnson((x - x.mean()) / max(x.std(), 1e-12))
     return bool(np.all(np.isfinite(t)) and _two_modes(t, valley, min_mass))
-
-
-def yeo_johnson(x: np.ndarray) -> np.ndarray:
-    """``scipy.stats.yeojohnson(x)[0]``: the Yeo-Johnson transform at the maximum-likelihood lambda, found the same
-    way (``fminbound`` within the bounds that keep the transform finite, at brent's tolerance) on the same
-    log-likelihood, but with the logarithms of the rows computed once instead of at every step (scipy's
-    per-call overhead made it 20 times slower, most of the screening's time)."""
-    x = np.asarray(x, np.float64)
-    if not np.all(np.isfinite(x)):
-        raise ValueError("Yeo-Johnson input must be finite.")
-    pos = x >= 0
-    log_pos, log_neg = np.log1p(x[pos]), np.log1p(-x[~pos])
-    jacobian = float(np.sum(np.sign(x) * np.log1p(np.abs(x))))
-    eps = np.finfo(np.float64).eps
-
-    def transform(lam: float) -> np.ndarray:
-        out = np.zeros_like(x)
-        out[pos] = log_pos if abs(lam) < eps else np.expm1(lam * log_pos) / lam
-        out[~pos] = -np.expm1((2 - lam) * log_neg) / (2 - lam) if abs(lam - 2) > eps else -log_neg
-        return out
-
-    def neg_llf(lam: float) -> float:
-        sigma = np.var(transform(lam))
-        log_sigma = np.log(sigma) if sigma >= np.finfo(np.float64).smallest_normal else -np.inf
-        llf = -len(x) / 2 * log_sigma + (lam - 1) * jacobian
-        return np.inf if np.isinf(llf) else -llf
-
-    if np.all(x == 0):
-        return transform(1.0)
-    log1p_max_x = np.log1p(20 * np.max(np.abs(x)))
-    log_eps = np.log(eps)
-    lb = (np.log(np.finfo(np.float64).tiny) - log_eps) / 2 / log1p_max_x
-    ub = (np.log(np.finfo(np.float64).max) + log_eps) / 2 / log1p_max_x
-    if np.all(x < 0):
-        lb, ub = 2 - ub, 2 - lb
-    elif np.any(x < 0):
-        lb, ub = max(2 - ub, lb), min(2 - lb, ub)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return transform(float(fminbound(neg_llf, lb, ub, xtol=1.48e-08)))
 
 
 def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:

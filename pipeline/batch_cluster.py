@@ -239,10 +239,10 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
                    max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
                    allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-                   dequantize: bool | None = None):
+                   dequantize: bool | None = None, power_transform: bool | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection``, ``n_estimators``, ``refine``, ``screen_noise`` and ``dequantize`` None keep the estimator's
-    defaults;
+    ``k_selection``, ``n_estimators``, ``refine``, ``screen_noise``, ``dequantize`` and ``power_transform`` None
+    keep the estimator's defaults;
     ``max_clusters`` bounds the inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
@@ -261,6 +261,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(screen_noise=screen_noise)
     if dequantize is not None:
         est.set_params(dequantize=dequantize)
+    if power_transform is not None:
+        est.set_params(power_transform=power_transform)
     est.set_params(allow_single_cluster=allow_single_cluster)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est

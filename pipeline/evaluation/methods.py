@@ -142,12 +142,12 @@ def bic_select(X: np.ndarray, seed: int, k_range: range = SILHOUETTE_K_RANGE) ->
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
                k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
                allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-               dequantize: bool | None = None) -> dict:
+               dequantize: bool | None = None, power_transform: bool | None = None) -> dict:
     """Cluster ``dataset`` with ``spec``; return labels, the chosen K and the wall time of the clustering.
     ``k_selection``, ``n_estimators``, ``refine``: TabClustPFN's rule for choosing K, its column orderings and its
     test-time refinement (None: the estimator's defaults); ``allow_single_cluster`` its one-cluster answer;
-    ``screen_noise`` its dropping of pure-noise columns, ``dequantize`` its spreading of few-level columns (None:
-    the defaults).
+    ``screen_noise`` its dropping of pure-noise columns, ``dequantize`` its spreading of few-level columns,
+    ``power_transform`` its Yeo-Johnson transform of skewed columns (None: the defaults).
 
     The time covers the clustering only: TabClustPFN's network is loaded (by a tiny warm-up fit) before the
     clock starts, as the baselines' libraries are imported before it.
@@ -163,7 +163,8 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
 
         est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed, k_selection,
                              n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
-                             screen_noise=screen_noise, dequantize=dequantize)
+                             screen_noise=screen_noise, dequantize=dequantize,
+                             power_transform=power_transform)
         start = time.perf_counter()
         est.fit(dataset.features)
         seconds = time.perf_counter() - start

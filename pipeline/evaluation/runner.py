@@ -57,6 +57,7 @@ class EvalConfig:
     allow_single_cluster: bool = False  # TabClustPFN may answer one cluster (the estimator's option; off)
     screen_noise: bool | str | None = None  # TabClustPFN's dropping of pure-noise columns (None: the default)
     dequantize: bool | None = None  # TabClustPFN's spreading of few-level columns (None: the default)
+    power_transform: bool | None = None  # TabClustPFN's Yeo-Johnson transform of skewed columns (None: the default)
     output_dir: str = "outputs/evaluation"
     quick: bool = False
     calibration_size: int = 3200
@@ -112,7 +113,7 @@ class TaskFailure:
 def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str | None, seed: int,
                   k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
                   allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-                  dequantize: bool | None = None) -> dict:
+                  dequantize: bool | None = None, power_transform: bool | None = None) -> dict:
     """One (method, dataset) run: scores, chosen K and time, or the error; never raises."""
     start = time.perf_counter()
     try:
@@ -120,7 +121,7 @@ def evaluate_pair(spec: MethodSpec, dataset: suites.EvalDataset, checkpoint: str
             warnings.simplefilter("ignore")  # convergence chatter of the baselines
             out = run_method(spec, dataset, checkpoint=checkpoint, seed=seed, k_selection=k_selection,
                              n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
-                             screen_noise=screen_noise, dequantize=dequantize)
+                             screen_noise=screen_noise, dequantize=dequantize, power_transform=power_transform)
         return {"status": "ok", **clustering_scores(dataset.y, out["labels"]), "k_pred": out["k_pred"],
                 "seconds": out["seconds"], "error": "",
                 **calib.k_probability_scores(out.get("k_probabilities"), dataset.n_clusters)}
@@ -246,7 +247,7 @@ def run_pairs(cfg: EvalConfig, datasets: list[suites.EvalDataset], specs: list[M
     refs = {d.name: ray.put(d) for d in datasets}
     calls = [((s.name, d.name), evaluate_pair,
               (s, refs[d.name], cfg.checkpoint, cfg.seed, cfg.k_selection, cfg.n_estimators, cfg.refine,
-               cfg.allow_single_cluster, cfg.screen_noise, cfg.dequantize))
+               cfg.allow_single_cluster, cfg.screen_noise, cfg.dequantize, cfg.power_transform))
              for d in datasets for s in specs]
     raw = run_with_timeouts(calls, timeout_s=cfg.timeout_s, num_workers=num_workers, desc="method x dataset",
                             progress=cfg.progress)
@@ -343,6 +344,8 @@ def command_line(cfg: EvalConfig) -> str:
         parts.append(f"--screen-noise {str(cfg.screen_noise).lower()}")
     if cfg.dequantize is not None:
         parts.append(f"--dequantize {str(cfg.dequantize).lower()}")
+    if cfg.power_transform is not None:
+        parts.append(f"--power-transform {str(cfg.power_transform).lower()}")
     if cfg.methods is not None:
         parts.append("--methods " + " ".join(f"'{m}'" for m in cfg.methods))
     if cfg.quick:
@@ -362,6 +365,13 @@ def _dequantize(cfg: EvalConfig) -> bool:
     from model.dequantize import DEFAULT_DEQUANTIZE
 
     return DEFAULT_DEQUANTIZE if cfg.dequantize is None else cfg.dequantize
+
+
+def _power_transform(cfg: EvalConfig) -> bool:
+    """The estimator's ``power_transform`` as the run used it."""
+    from model.power import DEFAULT_POWER_TRANSFORM
+
+    return DEFAULT_POWER_TRANSFORM if cfg.power_transform is None else cfg.power_transform
 
 
 def _k_rule(cfg: EvalConfig) -> str:
@@ -393,7 +403,8 @@ def _header(cfg: EvalConfig, n_datasets: int, n_methods: int, elapsed: float, wo
             f"refinement `{cfg.refine or DEFAULT_REFINE}`"
             + (", one-cluster answer allowed (`allow_single_cluster`)" if cfg.allow_single_cluster else "")
             + f", pure-noise columns dropped by `screen_noise={_screen_noise(cfg)}`, few-level columns spread by "
-            f"`dequantize={_dequantize(cfg)}`.",
+            f"`dequantize={_dequantize(cfg)}`, skewed columns Yeo-Johnson transformed by "
+            f"`power_transform={_power_transform(cfg)}`.",
             "",
             "Preprocessing (all methods): numeric columns z-normalised (constant columns set to 0); missing "
             "values imputed before that (numeric: median, categorical: most frequent level), per dataset in "

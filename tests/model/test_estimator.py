@@ -458,3 +458,24 @@ def test_estimator_never_imports_ray_or_mlflow(tiny_checkpoint):
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_power_transform_reaches_the_preprocessing_and_predict_applies_the_fitted_exponents(tiny_checkpoint):
+    from scipy.stats import skew
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 60)  # three groups on a multiplicative scale, some columns skewed more than others
+    scale = [0.3, 0.6, 0.9, 1.2, 0.2, 1.0]
+    X = np.exp(rng.normal(scale=scale, size=(180, 6)) + 0.5 * y[:, None]) * [1.0, 10.0, 1e3, 1e-2, 5.0, 1.0]
+    on = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, power_transform=True).fit(X)
+    off = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, power_transform=False).fit(X)
+    skewed = {f"column {j}" for j in range(6) if abs(skew(X[:, j])) > 1.0}
+    assert skewed and set(on.preprocessor_.power_transformed_) == skewed
+    assert off.preprocessor_.power_transformed_ == {}
+    narrow = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, power_transform=True).fit(X[:, :4])
+    assert narrow.preprocessor_.power_transformed_ == {}  # 4 columns: the BIC path's width, left as they are
+    np.testing.assert_array_equal(on.predict(X), on.labels_)  # new rows: the exponents fitted on X
+    Z_on, Z_off = on.preprocessor_.transform(X)[0], off.preprocessor_.transform(X)[0]
+    assert not np.allclose(Z_on, Z_off)  # the network saw the transformed table
+    with pytest.raises(ValueError, match="power_transform"):
+        TabClustPFN(checkpoint=tiny_checkpoint, power_transform="yes").fit(X)

@@ -290,3 +290,71 @@ def test_a_column_of_subnormal_numbers_gets_z_scores_not_a_division_by_zero():
     assert pre.columns_[0].scale == 0.0  # in the column's own units the spread underflows float64 ...
     assert Z[1, 0] - Z[0, 0] == pytest.approx(2.0, rel=1e-6)  # ... yet 0 and tiny are 2 SD apart (std 0.5 tiny)
     assert np.isfinite(Z).all() and Z[2, 0] == pytest.approx(1e6)  # a value far outside the column is clipped
+
+
+def _skewed_table(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"price": rng.lognormal(3.0, 1.0, n),  # a long right tail
+                         "gauss": rng.normal(size=n),
+                         "levels": rng.integers(1, 6, n).astype(float),  # 5 levels: kept as they are
+                         "group": pd.Categorical(rng.choice(["a", "b"], n))})
+
+
+def test_power_transform_pulls_in_long_tails_of_highly_skewed_many_valued_numeric_columns_only():
+    from scipy.stats import skew
+
+    df = _skewed_table()
+    plain, _ = TablePreprocessor().fit_transform(df)
+    pre = TablePreprocessor(power_transform=True)
+    Z, cat_mask = pre.fit_transform(df)
+    assert list(pre.power_transformed_) == ["column 'price'"] and pre.power_min_skewness == 1.0
+    assert cat_mask.tolist() == [False, False, False, True]
+    assert skew(plain[:, 0]) > 2 and abs(skew(Z[:, 0])) < 0.5  # the tail pulled in (skewness 4.5 before)
+    np.testing.assert_allclose(Z[:, 0].mean(), 0.0, atol=1e-5)
+    np.testing.assert_allclose(Z[:, 0].std(), 1.0, atol=1e-4)
+    np.testing.assert_array_equal(Z[:, 1:], plain[:, 1:])  # a symmetric column, few levels and codes untouched
+    assert np.array_equal(np.argsort(Z[:, 0], kind="stable"), np.argsort(plain[:, 0], kind="stable"))  # monotone
+    assert TablePreprocessor().fit(df).power_transformed_ == {}
+    every = TablePreprocessor(power_transform=True, power_min_skewness=0.0)  # every column of many values
+    Z_all, _ = every.fit_transform(df)
+    assert list(every.power_transformed_) == ["column 'price'", "column 'gauss'"]
+    assert np.corrcoef(Z_all[:, 1], plain[:, 1])[0, 1] > 0.995  # a Gaussian column nearly as it was
+    with pytest.raises(ValueError, match="power_min_skewness"):
+        TablePreprocessor(power_transform=True, power_min_skewness=-1.0)
+
+
+def test_power_transform_only_in_tables_wider_than_power_min_width():
+    df = _skewed_table()  # 3 numeric columns and a categorical one of 2 codes: 5 design columns
+    assert list(TablePreprocessor(power_transform=True, power_min_width=4).fit(df).power_transformed_) == [
+        "column 'price'"]
+    assert TablePreprocessor(power_transform=True, power_min_width=5).fit(df).power_transformed_ == {}
+    with pytest.raises(ValueError, match="power_min_width"):
+        TablePreprocessor(power_transform=True, power_min_width=-1)
+
+
+def test_power_transform_does_not_depend_on_the_unit_and_new_rows_get_the_fitted_exponents():
+    df = _skewed_table()
+    pre = TablePreprocessor(power_transform=True).fit(df)
+    cents = df.assign(price=df["price"] * 100.0 + 7.0)  # another unit and origin: the same z-scores
+    np.testing.assert_allclose(TablePreprocessor(power_transform=True).fit_transform(cents)[0],
+                               pre.transform(df)[0], atol=1e-5)
+    Z, _ = pre.transform(df)
+    np.testing.assert_array_equal(pre.transform(df.iloc[:7])[0], Z[:7])  # rows alone: the fitted transform
+    far = df.iloc[:2].assign(price=[1e300, -1e300])  # far outside the column: finite, on its side of the rest
+    out, _ = pre.transform(far)
+    assert np.isfinite(out).all() and out[0, 0] > Z[:, 0].max() and out[1, 0] < Z[:, 0].min()
+
+
+def test_power_transform_leaves_a_skewed_column_of_two_modes_alone():
+    from scipy.stats import skew
+
+    rng = np.random.default_rng(1)  # a small cluster far to the right: skewed, and the skew is the clusters
+    two = np.r_[rng.normal(0.0, 1.0, 450), rng.normal(7.0, 1.0, 50)]
+    df = pd.DataFrame({"two_modes": two, "tail": rng.lognormal(0.0, 1.0, 500)})
+    assert skew(two) > 1.0
+    pre = TablePreprocessor(power_transform=True)
+    Z, _ = pre.fit_transform(df)
+    assert list(pre.power_transformed_) == ["column 'tail'"]
+    np.testing.assert_array_equal(Z[:, 0], TablePreprocessor().fit_transform(df)[0][:, 0])
+    both = TablePreprocessor(power_transform=True, power_keep_modes=False).fit(df)
+    assert list(both.power_transformed_) == ["column 'two_modes'", "column 'tail'"]

@@ -232,19 +232,3 @@ def test_where_a_column_has_two_modes_both_triggers_drop_the_same_columns(seed):
     modes = noise_columns(Z, cat, trigger="modes")
     assert np.array_equal(modes, noise_columns(Z, cat, trigger="evidence"))
     assert modes[4:].all() and not modes[:4].any()
-
-
-@pytest.mark.parametrize("kind", ["normal", "lognormal", "negative-lognormal", "two-groups", "t3", "uniform", "zeros"])
-def test_yeo_johnson_equals_scipys(kind):
-    """The screening's own Yeo-Johnson (the logarithms computed once) gives scipy's transform, bit for bit."""
-    from scipy.stats import yeojohnson
-
-    from model.screening import yeo_johnson
-
-    rng = np.random.default_rng(5)
-    x = {"normal": rng.normal(size=500), "lognormal": rng.lognormal(size=300),
-         "negative-lognormal": -rng.lognormal(size=300),
-         "two-groups": np.r_[rng.normal(size=400), 6 + rng.normal(size=100)],
-         "t3": rng.standard_t(3, size=300), "uniform": rng.uniform(size=200), "zeros": np.zeros(50)}[kind]
-    x = (x - x.mean()) / max(x.std(), 1e-12)
-    np.testing.assert_array_equal(yeo_johnson(x), yeojohnson(x)[0])
