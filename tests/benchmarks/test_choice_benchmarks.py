@@ -560,3 +560,33 @@ def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tm
     assert len(seen) == 1  # the default never asks for it
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("median", None)
+
+
+def test_choose_power_fits_each_table_with_and_without_the_transform(tmp_path):
+    from benchmarks.choose_power import estimator_for, main
+    from benchmarks.choose_checkpoint import tables
+    from model.estimator import TabClustPFN
+
+    out = tmp_path / "choice-power"
+    main(["--set", "skewed", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["skewed", "skewed"] and (df["keep_transformed"] == 0).all()
+    assert (df["yeo-johnson_transformed"] > 0).all()
+    assert (df["yeo-johnson-all_transformed"] >= df["yeo-johnson_transformed"]).all()  # the gate only removes
+    report = (tmp_path / "choice-power.md").read_text()
+    assert "| skewed | 2 | yeo-johnson |" in report and "| skewed | 2 | yeo-johnson-all |" in report
+    assert "Chosen: " in report
+    assert "Command: `python benchmarks/choose_power.py --set skewed" in report
+
+    name, frame, y = next(tables("skewed", 1))  # each variant is the estimator with that setting
+    for variant, setting in (("keep", False), ("yeo-johnson", True)):
+        est = estimator_for(variant, None).fit(frame)
+        ref = TabClustPFN(random_state=0, power_transform=setting).fit(frame)
+        assert np.array_equal(est.labels_, ref.labels_) and est.power_transform is setting
+        assert df.loc[df.table == name, f"{variant}_k"].item() == ref.n_clusters_
+    every = estimator_for("yeo-johnson-all", None).fit(frame)
+    assert every.power_transform and set(every.preprocessor_.power_transformed_) == {
+        c.name for c in every.preprocessor_.columns_ if not c.categorical and c.power is not None}
+    assert len(every.preprocessor_.power_transformed_) > len(est.preprocessor_.power_transformed_)
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("box-cox", None)
