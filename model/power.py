@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_POWER_TRANSFORM", "MIN_DISTINCT", "MIN_SKEWNESS", "fit_lambd
            "yeo_johnson"]
 
 #: Whether ``TabClustPFN`` transforms its numeric columns unless told otherwise (``power_transform``).
-DEFAULT_POWER_TRANSFORM = False
+DEFAULT_POWER_TRANSFORM = True
 #: Numeric columns with fewer distinct values (levels, codes, small counts) keep their spacing, which is their
 #: information (the threshold of :data:`model.screening.MIN_DISTINCT`).
 MIN_DISTINCT = 20
