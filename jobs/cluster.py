@@ -13,6 +13,7 @@ import sys
 
 import pandas as pd
 
+from model.power import power_transform_setting
 from model.refinement import REFINES
 from model.screening import screen_noise_setting
 from model.selection import ESTIMATOR_K_SELECTIONS
@@ -53,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "columns): auto (default) where some column has two modes, as for structure in few of many "
                         "columns; true where any column shows structure; false never (summary.csv lists each "
                         "table's ignored columns)")
+    p.add_argument("--power-transform", type=power_transform_setting, default=None, metavar="{true,false}",
+                   help="Yeo-Johnson transform long-tailed numeric columns of one mode (skewness > 1) in tables of "
+                        "more than 4 columns: true (default) or false (keep the tails, e.g. lab values whose rare "
+                        "group sits in the tail)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                                k_selection=args.k_selection, max_clusters=args.max_clusters,
                                n_estimators=args.n_estimators, refine=args.refine,
                                allow_single_cluster=args.allow_single_cluster,
-                               screen_noise=args.screen_noise,
+                               screen_noise=args.screen_noise, power_transform=args.power_transform,
                                label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,

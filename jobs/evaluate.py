@@ -12,6 +12,7 @@ import argparse
 import logging
 import sys
 
+from model.power import power_transform_setting
 from model.refinement import REFINES
 from model.screening import screen_noise_setting
 from model.selection import ESTIMATOR_K_SELECTIONS
@@ -58,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="TabClustPFN's dropping of pure-noise columns (default: the estimator's, auto)")
     p.add_argument("--dequantize", type=_true_false, default=None, metavar="{true,false}",
                    help="TabClustPFN's spreading of few-level numeric columns (default: the estimator's, false)")
-    p.add_argument("--power-transform", type=_true_false, default=None, metavar="{true,false}",
+    p.add_argument("--power-transform", type=power_transform_setting, default=None, metavar="{true,false}",
                    help="TabClustPFN's Yeo-Johnson transform of skewed numeric columns (default: the estimator's)")
     p.add_argument("--output", default="outputs/evaluation", help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="CI mode: 2 GMM + 2 ZEUS / 3 UCI datasets / 4 tasks "

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_POWER_TRANSFORM", "MIN_DISTINCT", "MIN_SKEWNESS", "fit_lambda", "skewness", "transform",
-           "yeo_johnson"]
+__all__ = ["DEFAULT_POWER_TRANSFORM", "MIN_DISTINCT", "MIN_SKEWNESS", "fit_lambda", "power_transform_setting",
+           "skewness", "transform", "yeo_johnson"]
 
 #: Whether ``TabClustPFN`` transforms its numeric columns unless told otherwise (``power_transform``).
 DEFAULT_POWER_TRANSFORM = True
@@ -26,10 +26,20 @@ DEFAULT_POWER_TRANSFORM = True
 #: information (the threshold of :data:`model.screening.MIN_DISTINCT`).
 MIN_DISTINCT = 20
 #: Only a column whose sample skewness exceeds this in magnitude is transformed: "highly skewed" by the usual rule
-#: of thumb (Bulmer, 1979). Mixtures of Gaussian-like clusters rarely come near it (the columns of 200 held-out
-#: tables of the paper's prior: 99 % below 0.53, none above 1), so their asymmetry, which is the clusters, is kept.
+#: of thumb (Bulmer, 1979). Mixtures of Gaussian-like clusters rarely reach it (3 of 400 held-out tables of the
+#: paper's prior had such a column: ``docs/results/choice-power.md``), so their asymmetry, the clusters, is kept.
 MIN_SKEWNESS = 1.0
 _EPS = np.finfo(np.float64).eps
+
+
+def power_transform_setting(value) -> bool:
+    """``power_transform`` as the estimator takes it, from a bool or the word "true" or "false" (any case), as a
+    command line gives it."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"power_transform must be 'true' or 'false', got {value!r}")
 
 
 def skewness(x: np.ndarray) -> float:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
+from model.power import DEFAULT_POWER_TRANSFORM, power_transform_setting
 from model.refinement import DEFAULT_REFINE, REFINES
 from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
@@ -88,6 +89,9 @@ class ClusterJobConfig:
         continuous column has two modes ("auto") or any column shows structure (True) (:mod:`model.screening`);
         None keeps the estimator's default ("auto"). The columns each table was clustered without are in
         ``summary.csv``'s ``ignored_columns``.
+    power_transform : bool, optional
+        ``TabClustPFN(power_transform=...)``: Yeo-Johnson transform highly skewed one-mode numeric columns of tables
+        wider than 4 design columns (:mod:`model.power`); None keeps the estimator's default (True).
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -115,6 +119,7 @@ class ClusterJobConfig:
     refine: str | None = None
     allow_single_cluster: bool = False
     screen_noise: bool | str | None = None
+    power_transform: bool | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -141,6 +146,8 @@ class ClusterJobConfig:
             raise ValueError(f"unknown refine {self.refine!r}: use one of {REFINES}")
         if self.screen_noise is not None:
             object.__setattr__(self, "screen_noise", screen_noise_setting(self.screen_noise))
+        if self.power_transform is not None:
+            object.__setattr__(self, "power_transform", power_transform_setting(self.power_transform))
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -274,9 +281,11 @@ class TableClusterer:
     def __init__(self, checkpoint: str | None, n_clusters: int | None, seed: int, label_column: str | None,
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
                  n_estimators: int | None = None, refine: str | None = None,
-                 allow_single_cluster: bool = False, screen_noise: bool | str | None = None) -> None:
+                 allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
+                 power_transform: bool | None = None) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
-                                         refine, allow_single_cluster, screen_noise)
+                                         refine, allow_single_cluster, screen_noise,
+                                         power_transform=power_transform)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -320,7 +329,8 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     start = time.perf_counter()
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
-            cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise)
+            cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise,
+            cfg.power_transform)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -589,7 +599,9 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "refine": cfg.refine or DEFAULT_REFINE,
                                "allow_single_cluster": cfg.allow_single_cluster,
                                "screen_noise": DEFAULT_SCREEN_NOISE if cfg.screen_noise is None else
-                               cfg.screen_noise})
+                               cfg.screen_noise,
+                               "power_transform": DEFAULT_POWER_TRANSFORM if cfg.power_transform is None else
+                               cfg.power_transform})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

@@ -171,5 +171,9 @@ def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_u
     assert seen["cfg"].refine == "none" and seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise is True
     assert not job.parse_args([]).allow_single_cluster and job.parse_args([]).screen_noise is None  # the default's
     assert job.parse_args(["--screen-noise", "false"]).screen_noise is False
+    assert job.parse_args([]).power_transform is None  # the estimator's default
+    assert job.parse_args(["--power-transform", "False"]).power_transform is False
+    with pytest.raises(SystemExit):
+        job.parse_args(["--power-transform", "no"])
     with pytest.raises(SystemExit):
         job.parse_args(["--k-selection", "silhouette"])

@@ -30,8 +30,10 @@ def test_the_one_cluster_answer_and_the_noise_screening_reach_the_config(job, mo
         raise ValueError("stopped after the config was built")
 
     monkeypatch.setattr(job, "run_evaluation", stop)
-    assert job.main(["--suite", "real", "--allow-single-cluster", "--screen-noise", "false"]) == 1
+    assert job.main(["--suite", "real", "--allow-single-cluster", "--screen-noise", "false",
+                     "--power-transform", "false"]) == 1
     assert seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise is False
+    assert seen["cfg"].power_transform is False and job.parse_args([]).power_transform is None
     assert not job.parse_args([]).allow_single_cluster and job.parse_args([]).screen_noise is None  # the default's
     with pytest.raises(SystemExit):
         job.parse_args(["--screen-noise", "yes"])

@@ -201,6 +201,18 @@ def test_screen_noise_reaches_the_estimator_and_the_summary_names_the_ignored_co
     assert json.loads(plain["ignored_columns"]) == ["column 'constant'"]
 
 
+def test_power_transform_reaches_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
+    from model.power import DEFAULT_POWER_TRANSFORM
+    from pipeline.batch_cluster import TableClusterer
+
+    assert load_estimator(tiny_checkpoint, 2, 0).power_transform is DEFAULT_POWER_TRANSFORM
+    assert load_estimator(tiny_checkpoint, 2, 0, power_transform=False).power_transform is False
+    assert TableClusterer(tiny_checkpoint, 2, 0, None, 64, power_transform=False)._estimator.power_transform is False
+    assert ClusterJobConfig(power_transform="TRUE").power_transform is True  # as a command line gives it
+    with pytest.raises(ValueError, match="power_transform"):
+        ClusterJobConfig(power_transform="yes")
+
+
 def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_chose_it(tmp_path, tiny_checkpoint):
     from model.estimator import default_checkpoint_path
 
