@@ -161,16 +161,18 @@ def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, st
         torch.set_num_threads(threads)
 
 
-def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None
+def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None,
+                           parents: tuple[argparse.ArgumentParser, ...] = ()
                            ) -> tuple[argparse.Namespace, pd.DataFrame]:
     """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
     ``--out``, default ``out``) parsed from ``argv``, and the rows of ``work`` over the sets asked for
     (:func:`rows_per_set`, the offset passed on); ``sizes``: the sets and their sizes (default
-    :data:`ESTIMATOR_SET_SIZES`)."""
+    :data:`ESTIMATOR_SET_SIZES`); ``parents``: parsers of the caller's own options (``add_help=False``), listed
+    in ``--help`` and parsed with the rest."""
     from model.estimator import default_checkpoint_path
 
     sizes = ESTIMATOR_SET_SIZES if sizes is None else sizes
-    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], parents=list(parents))
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
     ap.add_argument("--set", nargs="+", default=list(sizes), choices=list(sizes), help="default: all of them")
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")

@@ -24,10 +24,10 @@ picks some.
 columns and on the dev suite; ``-skewed`` after ``-all`` lost on the prior and low-d sets (first command),
 ``-unimodal`` after ``-skewed`` lost on low-d (second), ``yeo-johnson`` after ``-unimodal`` lost on low-d and shapes
 (third), each loss on a few 2-3-column tables. So what this file chooses must hold on a fresh draw of the synthetic
-sets (the last command: validation seeds from the 1000th on) before it may become a default. Per set, each variant against ``keep`` table by
-table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol
-(docs/DESIGN.md): a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on
-none. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+sets (the last command: validation seeds from the 1000th on) before it may become a default. Per set, each
+variant against ``keep`` table by table: paired mean ARI difference +- standard error, tables better / worse, mean
+|K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two standard errors on a set and
+loses beyond one on none. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
 """
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ def main(argv=None) -> None:
     pick = argparse.ArgumentParser(add_help=False)
     pick.add_argument("--variants", nargs="+", default=list(VARIANTS[1:]), choices=VARIANTS[1:],
                       help="the variants to fit beside keep (default: all of them)")
-    chosen_variants, rest = pick.parse_known_args(given)
+    chosen_variants, _ = pick.parse_known_args(given)
     variants = (BASELINE, *[v for v in VARIANTS[1:] if v in chosen_variants.variants])
-    args, df = estimator_variant_rows(partial(_work, variants), __doc__, "docs/results/choice-power", rest,
-                                      sizes=SIZES)
+    args, df = estimator_variant_rows(partial(_work, variants), __doc__, "docs/results/choice-power", given,
+                                      sizes=SIZES, parents=(pick,))
     lines, diffs = table(df, list(variants), BASELINE)
     chosen, verdicts = verdict(diffs, BASELINE)
     counts = "; ".join(f"`{v}`: " + ", ".join(

@@ -24,9 +24,10 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 * **Skewed columns** (``power_transform``): each numeric column with at least ``model.power.MIN_DISTINCT``
   distinct values, a skewness beyond ``power_min_skewness`` in magnitude and one mode (``power_keep_modes``: a
   column with two modes keeps the shape its clusters give it, :func:`model.screening.multimodal`), in a table of
-  more than ``power_min_width`` design columns, is Yeo-Johnson transformed at its maximum-likelihood exponent (:mod:`model.power`), applied to
-  its z-scores (so the unit does not matter) and z-normalised again; the exponents are fitted once, and
-  ``transform`` applies them to new rows. Columns with fewer values keep their spacing.
+  more than ``power_min_width`` design columns, is Yeo-Johnson transformed at its maximum-likelihood exponent
+  (:mod:`model.power`), applied to its z-scores (so the unit does not matter) and z-normalised again; the
+  exponents are fitted once, and ``transform`` applies them to new rows. Columns with fewer values keep their
+  spacing.
 * **Pure-noise columns** (``screen_noise``): continuous columns that show no cluster structure, neither a
   second mode nor a dependence on any other column, are dropped too (listed in ``dropped_`` and ``screened_``)
   in a table where some continuous column has two modes (``"auto"``) or where any column shows structure

@@ -588,5 +588,8 @@ def test_choose_power_fits_each_table_with_and_without_the_transform(tmp_path):
     assert every.power_transform and set(every.preprocessor_.power_transformed_) == {
         c.name for c in every.preprocessor_.columns_ if not c.categorical and c.power is not None}
     assert len(every.preprocessor_.power_transformed_) > len(est.preprocessor_.power_transformed_)
+    main(["--variants", "yeo-johnson", "--set", "skewed", "--tasks", "1", "--workers", "1", "--out", str(out)])
+    some = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline
+    assert "yeo-johnson" in some and "keep" in some and "yeo-johnson-all" not in some
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("box-cox", None)
