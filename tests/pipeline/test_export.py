@@ -316,6 +316,24 @@ def test_a_request_spreads_few_level_columns_only_when_asked(tiny_checkpoint):
     np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3, "dequantize": True}), spread)
 
 
+def test_a_request_keeps_long_tails_only_when_asked(tiny_checkpoint):
+    """``power_transform`` is served under the estimator's name and default (on): a request that turns it off gets
+    the estimator's answer on the untransformed columns."""
+    from pipeline.pyfunc import PARAMS
+
+    assert ("power_transform", "boolean", True) in PARAMS
+    rng = np.random.default_rng(5)
+    y = np.repeat([0, 1, 2], 100)  # three groups on a multiplicative scale: long right tails
+    table = pd.DataFrame(np.exp(rng.normal(scale=1.0, size=(300, 6)) + 0.8 * y[:, None]), columns=list("abcdef"))
+    model = _pyfunc(tiny_checkpoint)
+    default = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0).fit(table)
+    kept = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0, power_transform=False).fit_predict(table)
+    assert default.preprocessor_.power_transformed_ and not np.array_equal(default.labels_, kept)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3}), default.labels_)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3, "power_transform": False}),
+                                  kept)
+
+
 def test_a_request_screens_noise_columns_as_the_estimator_does(tiny_checkpoint):
     """``screen_noise`` is served under the estimator's name and default ("auto", a string param: the words
     "auto", "true", "false"): by default a request gets the estimator's answer without the noise columns beside a
