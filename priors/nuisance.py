@@ -133,6 +133,15 @@ def contaminate(rng: np.random.Generator, x: np.ndarray, y: np.ndarray, n_rows: 
     return standardize(moved)[0], rows
 
 
+def _measured_columns(rng: np.random.Generator, d: int, p: float, fraction: tuple[float, float]) -> list[int]:
+    """With probability ``p`` (drawn first, always), a share U(``fraction``) (at least one) of ``d`` columns, sorted;
+    else (or with no columns) none."""
+    if not rng.random() < p or d == 0:
+        return []
+    n = max(1, int(round(rng.uniform(*fraction) * d)))
+    return sorted(int(j) for j in rng.choice(d, size=min(n, d), replace=False))
+
+
 def discretise(rng: np.random.Generator, x: np.ndarray, cfg: NuisanceConfig) -> tuple[np.ndarray, list[int]]:
     """With probability ``cfg.p_discrete``, a share U(``cfg.discrete_fraction``) (at least one) of the continuous
     columns ``x`` (N, d) measured coarsely, each read one way of :data:`MEASUREMENTS` drawn uniformly, then
@@ -144,12 +153,9 @@ def discretise(rng: np.random.Generator, x: np.ndarray, cfg: NuisanceConfig) -> 
     - ``count``: Poisson(exp(a z + b)) of the z-normalised column z, a ~ U(0.3, 1.2), b ~ U(-1, 2).
 
     A column that comes out constant stays as it was (a table must keep its columns distinct)."""
-    if not rng.random() < cfg.p_discrete or x.shape[1] == 0:
+    columns = _measured_columns(rng, x.shape[1], cfg.p_discrete, cfg.discrete_fraction)
+    if not columns:
         return x, []
-    d = x.shape[1]
-    lo, hi = cfg.discrete_fraction
-    n = max(1, int(round(rng.uniform(lo, hi) * d)))
-    columns = sorted(int(j) for j in rng.choice(d, size=min(n, d), replace=False))
     out = x.copy()
     changed = []
     for j in columns:
@@ -174,12 +180,9 @@ def skew(rng: np.random.Generator, x: np.ndarray, cfg: NuisanceConfig) -> tuple[
     columns ``x`` (N, d) measured on a multiplicative scale: ``exp(a z)`` of the column's z-scores z,
     a ~ U(``cfg.skew_strength``), then z-normalised -> (new x, the columns changed, sorted). Always draws the
     decision first, so a table that is not skewed consumes one number."""
-    if not rng.random() < cfg.p_skewed or x.shape[1] == 0:
+    columns = _measured_columns(rng, x.shape[1], cfg.p_skewed, cfg.skewed_fraction)
+    if not columns:
         return x, []
-    d = x.shape[1]
-    lo, hi = cfg.skewed_fraction
-    n = max(1, int(round(rng.uniform(lo, hi) * d)))
-    columns = sorted(int(j) for j in rng.choice(d, size=min(n, d), replace=False))
     out = x.copy()
     for j in columns:
         z = standardize(x[:, j:j + 1])[0][:, 0]
