@@ -156,7 +156,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     labels_ : ndarray of int64, shape (n_samples,)
         Cluster of each row: the argmax of ``probabilities_``.
     n_clusters_ : int
-        The K used (given, chosen from ``k_posterior_``, or 1 by ``allow_single_cluster``).
+        The K used (given, chosen by ``k_selection_``, or 1 by ``allow_single_cluster``). A chosen K whose
+        refined partition leaves a component empty is reported as the clusters that hold rows.
+    k_chosen_ : int
+        The K that ``k_selection_`` chose (or that was given, or 1); ``n_clusters_`` is smaller where the refined
+        partition left components empty.
     probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
         Soft assignment of each row; column j is cluster j of ``labels_``.
     k_posterior_ : dict[int, float]
@@ -165,7 +169,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_probabilities_ : dict[int, float] or None
         Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
         number of groups (0 where not admissible; its argmax is ``n_clusters_`` unless ``allow_single_cluster``
-        answered one cluster), a softmax of the ranker's scores at a temperature fitted on held-out prior tables
+        answered one cluster or the refinement emptied a component), a softmax of the ranker's scores at a temperature fitted on held-out prior tables
         (``ModelConfig.k_ranker_temperature``), higher for a table whose continuous columns hold few distinct
         values, as real tables' rounded measurements do (``k_ranker_temperature_slope``, fitted on the development
         suite's real tables; :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
@@ -210,11 +214,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     only its own rows, exactly as if it had been processed together with the context. The cost is linear in N
     and the peak memory is set by ``max(n_context, batch_rows)`` rows, whatever N is.
 
-    **Labels.** Clusters are numbered in order of first appearance in ``X`` (row 0 is in cluster 0). A cluster
-    that receives no row (possible, rarely: a chosen K whose partition leaves a cluster empty, or a given
-    ``n_clusters`` larger than the table's distinct rows) keeps its column in ``probabilities_``, after the
-    non-empty ones, so ``labels_`` always uses 0..m-1 for its m distinct values and ``n_clusters_`` may exceed m.
-    When several K give the same partition, the smallest is chosen.
+    **Labels.** Clusters are numbered in order of first appearance in ``X`` (row 0 is in cluster 0). With K
+    chosen, a component that no row goes to (a chosen K whose refinement empties a cluster: the Gaussian mixture
+    of ``refine="gmm"`` often merges a split cluster back) is dropped, and ``probabilities_`` and ``predict_proba``
+    are renormalised over the rest: ``labels_`` uses 0..``n_clusters_``-1, each at least once (``k_chosen_`` is
+    the K chosen). With ``n_clusters`` given, a cluster that receives no row (a
+    K larger than the table's distinct rows) keeps its column, after the non-empty ones, so ``n_clusters_`` is
+    the K given. When several K give the same partition, the smallest is chosen.
 
     **predict** and **predict_proba** assign new rows with the fitted preprocessing, context and K, as non-context
     rows, or, where the chosen partition was refined (``refine="gmm"`` or ``"kmeans"``), to the most probable
@@ -444,6 +450,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 rest = np.setdiff1d(np.arange(n), ctx, assume_unique=True)
                 P[rest] = self._assign(context, Z[rest], k)
 
+        self.k_chosen_ = k
+        self._k_components, self._kept = k, None  # the partition's components; those kept (None: all)
+        if self.n_clusters is None and k > 2:
+            used = np.unique(P.argmax(axis=1))
+            if 2 <= len(used) < k:  # a component the chosen partition left empty is not a cluster found
+                self._kept, k = used, len(used)
+                P = self._kept_columns(P)
         raw = P.argmax(axis=1)
         first_seen = np.unique(raw, return_index=True)
         order = list(first_seen[0][np.argsort(first_seen[1])])
@@ -520,7 +533,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                              f"{self.n_features_in_} features as input.")
         Z, _ = self.preprocessor_.transform(frame)
         if self._centroids is not None:  # refined: the nearest refined mean, no network needed
-            return self._refined_proba(Z, self._cat_mask)
+            return self._kept_columns(self._refined_proba(Z, self._cat_mask))
         device = self._resolve_device()
         # the shipped weights are looked up where this copy of the package has them (a pickled estimator may be
         # loaded elsewhere); the digest check below catches different weights either way
@@ -529,7 +542,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if sha != self._fitted_sha:
             raise ValueError(f"the checkpoint {path} is not the one fitted with (weights sha256 {sha[:12]} != "
                              f"{self._fitted_sha[:12]}): it changed since fit; fit again.")
-        return self._assign(net.open_context(self._context_X, self._cat_mask, self._orders), Z, self.n_clusters_)
+        context = net.open_context(self._context_X, self._cat_mask, self._orders)
+        return self._kept_columns(self._assign(context, Z, self._k_components))
 
     # -------------------------------------------------------- helpers
     def _resolve_device(self) -> torch.device:
@@ -575,6 +589,15 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             block = design(Z[start : start + self.batch_rows], cat_mask, self._widths)
             out[start : start + len(block)] = self._centroids.probabilities(block)
         return out
+
+    def _kept_columns(self, P: np.ndarray) -> np.ndarray:
+        """The soft assignment ``P`` (n, components) over the kept components only, renormalised (a row with no
+        mass on any of them: uniform over them); ``P`` itself when every component was kept."""
+        if self._kept is None:
+            return P
+        Q = P[:, self._kept]
+        total = Q.sum(axis=1, keepdims=True)
+        return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)
 
     def _assign(self, context: ContextInference, X_rows: np.ndarray, k: int) -> np.ndarray:
         """Soft assignment (m, k) of ``X_rows`` as non-context rows of ``context``, ``batch_rows`` rows per pass,

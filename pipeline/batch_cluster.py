@@ -218,7 +218,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
         out[f"prob_{k}"] = probs[:, k].astype(np.float32)
     posterior = getattr(est, "k_posterior_", None) or {}
     score = float(getattr(est, "structure_score_", np.nan))  # NaN unless allow_single_cluster tested the table
-    chosen = (getattr(est, "k_probabilities_", None) or {}).get(int(est.n_clusters_))  # a calibrated ranker's
+    chosen = (getattr(est, "k_probabilities_", None) or {}).get(int(est.k_chosen_))  # a calibrated ranker's
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
            "k_probability": None if chosen is None else round(float(chosen), 6),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),

@@ -91,7 +91,7 @@ def test_one_ordering_is_the_single_pass(tiny_checkpoint):
                         torch.ones(1, d, dtype=torch.bool), torch.zeros(1, d, dtype=torch.bool))
     posterior = torch.softmax(out.k_logits[0].double(), -1).numpy()
     np.testing.assert_allclose(list(est.k_posterior_.values()), posterior, atol=1e-5)
-    k = est.n_clusters_
+    k = est.k_chosen_
     assert adjusted_rand_score(out.probs[0, k - 2, :, :k].argmax(-1).numpy(), est.labels_) == 1.0
 
 
@@ -148,4 +148,4 @@ def test_expected_ari_scores_candidates_against_every_ordering_at_its_own_poster
         expected = np.mean([sum(post[j] * adjusted_rand_score(candidates[k], labels[j]) for j in labels)
                             for post, labels in members])
         assert score == pytest.approx(expected, abs=1e-6)
-    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)
+    assert est.k_chosen_ == max(est.k_scores_, key=est.k_scores_.get)

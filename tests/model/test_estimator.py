@@ -51,7 +51,8 @@ def test_k_posterior_covers_2_to_kmax_and_sums_to_one(tiny_checkpoint):
 
 def test_posterior_mode_rule_picks_the_most_probable_k(tiny_checkpoint):
     est = TabClustPFN(checkpoint=tiny_checkpoint, k_selection="posterior_mode").fit(_blobs())
-    assert est.n_clusters_ == max(est.k_posterior_, key=est.k_posterior_.get)  # N=120: every K allowed
+    assert est.k_chosen_ == max(est.k_posterior_, key=est.k_posterior_.get)  # N=120: every K allowed
+    assert est.n_clusters_ == len(np.unique(est.labels_)) <= est.k_chosen_  # a component left empty: dropped
     assert est.k_scores_ == pytest.approx(est.k_posterior_)
 
 
@@ -64,8 +65,8 @@ def test_expected_ari_rule_picks_the_partition_agreeing_most_with_the_posterior(
     for k, score in est.k_scores_.items():  # the score is the posterior-weighted ARI with every other candidate
         expected = sum(est.k_posterior_[j] * adjusted_rand_score(fixed[k], fixed[j]) for j in fixed)
         assert score == pytest.approx(expected, abs=1e-9)
-    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)
-    np.testing.assert_array_equal(est.labels_, fixed[est.n_clusters_])
+    assert est.k_chosen_ == max(est.k_scores_, key=est.k_scores_.get)
+    np.testing.assert_array_equal(est.labels_, fixed[est.k_chosen_])
 
 
 def test_k_selection_rules_agree_when_n_clusters_is_given(tiny_checkpoint):
@@ -74,6 +75,25 @@ def test_k_selection_rules_agree_when_n_clusters_is_given(tiny_checkpoint):
     b = TabClustPFN(n_clusters=3, checkpoint=tiny_checkpoint, k_selection="expected_ari").fit(X)
     assert a.n_clusters_ == b.n_clusters_ == 3
     np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+@pytest.mark.parametrize("refine", ["gmm", "kmeans", "none"])
+def test_a_chosen_k_whose_partition_leaves_a_component_empty_reports_the_clusters_found(tiny_checkpoint, refine):
+    """Three blobs, K by the posterior's mode: the random tiny network's mode is K = 4 and its partition at K = 4
+    holds rows in only 3 components (refined or not). The answer is those 3: ``n_clusters_``, the columns of
+    ``probabilities_`` and of ``predict_proba``, each row's soft assignment renormalised over them."""
+    X = _blobs()
+    est = TabClustPFN(checkpoint=tiny_checkpoint, refine=refine, k_selection="posterior_mode").fit(X)
+    assert est.k_chosen_ == 4 and est.n_clusters_ == 3
+    assert sorted(np.unique(est.labels_)) == [0, 1, 2]
+    assert est.probabilities_.shape == (len(X), 3)
+    np.testing.assert_allclose(est.probabilities_.sum(1), 1.0, atol=1e-9)
+    np.testing.assert_array_equal(est.probabilities_.argmax(1), est.labels_)
+    np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-6)
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    fixed = TabClustPFN(checkpoint=tiny_checkpoint, refine=refine, n_clusters=4).fit(X)  # a given K is kept
+    assert fixed.n_clusters_ == fixed.k_chosen_ == 4 and fixed.probabilities_.shape == (len(X), 4)
+    np.testing.assert_array_equal(fixed.labels_, est.labels_)
 
 
 def test_given_n_clusters_is_used_and_the_posterior_is_still_computed(tiny_checkpoint):
@@ -121,13 +141,13 @@ def test_auto_k_stays_below_the_number_of_rows(tiny_checkpoint, rule):
 def test_max_clusters_bounds_the_inferred_k(tiny_checkpoint, rule, cap):
     X = _blobs()
     est = TabClustPFN(checkpoint=tiny_checkpoint, k_selection=rule, max_clusters=cap).fit(X)
-    assert 2 <= est.n_clusters_ <= cap
+    assert 2 <= est.n_clusters_ <= est.k_chosen_ <= cap
     assert all(v == -np.inf for k, v in est.k_scores_.items() if k > cap)
-    assert est.n_clusters_ == max(est.k_scores_, key=est.k_scores_.get)
+    assert est.k_chosen_ == max(est.k_scores_, key=est.k_scores_.get)
     if rule == "posterior_mode":  # the most probable K among those allowed
         allowed = {k: p for k, p in est.k_posterior_.items() if k <= cap}
-        assert est.n_clusters_ == max(allowed, key=allowed.get)
-    fixed = TabClustPFN(n_clusters=est.n_clusters_, checkpoint=tiny_checkpoint).fit(X)
+        assert est.k_chosen_ == max(allowed, key=allowed.get)
+    fixed = TabClustPFN(n_clusters=est.k_chosen_, checkpoint=tiny_checkpoint).fit(X)
     np.testing.assert_array_equal(est.labels_, fixed.labels_)
 
 

@@ -227,7 +227,7 @@ def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_c
         pytest.skip("no shipped checkpoint in this checkout")
     est = load_estimator(None, None, 0)
     row, _ = cluster_table(est, path, "t", label_column="label")
-    assert row["k_probability"] == pytest.approx(est.k_probabilities_[row["n_clusters"]], abs=1e-6)
+    assert row["k_probability"] == pytest.approx(est.k_probabilities_[est.k_chosen_], abs=1e-6)
     assert row["k_probability"] == pytest.approx(max(est.k_probabilities_.values()), abs=1e-6)
 
 
