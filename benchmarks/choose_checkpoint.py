@@ -51,6 +51,23 @@ SETS = ("prior", "noisy", "one-informative", "coarse", "skewed", "low-d", "dev",
 #: Sets of the paper's prior at a few columns (their D range): ``low-d`` is one of SETS; ``mid-d`` (added
 #: 2026-11-30, for the width of the BIC path, ``benchmarks/choose_low_dim.py``) only where a benchmark asks for it.
 FEW_COLUMNS = {"low-d": (2, 3), "mid-d": (4, 6)}
+#: ``cat-noise`` (added 2026-12-02, for the screening of categorical columns,
+#: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-3 categorical columns beside them that
+#: are independent of everything (2-6 levels, Dirichlet(1) frequencies), as a code or a region often is in a real
+#: table; only where a benchmark asks for it.
+CATEGORICAL_NOISE = "cat-noise"
+
+
+def categorical_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """``frame`` with 1-3 categorical noise columns (``noise_c0``, ...) appended, drawn from table ``index``'s own
+    stream (``SeedSequence(index, spawn_key=(7,))``), so a table's noise is the same in every run."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(index), spawn_key=(7,)))
+    out = frame.copy()
+    for j in range(int(rng.integers(1, 4))):
+        levels = int(rng.integers(2, 7))
+        codes = rng.choice(levels, size=len(frame), p=rng.dirichlet(np.ones(levels)))
+        out[f"noise_c{j}"] = pd.Categorical([f"level{c}" for c in codes])
+    return out
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
@@ -69,15 +86,16 @@ def tables(which: str, n_tasks: int, offset: int = 0):
 
         yield from shape_frames(n_tasks, offset)
         return
-    if which not in SETS and which not in FEW_COLUMNS:
-        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d")
+    if which not in SETS and which not in FEW_COLUMNS and which != CATEGORICAL_NOISE:
+        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, {CATEGORICAL_NOISE}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
     prior = (dataclasses.replace(base, n_features=FEW_COLUMNS[which]) if which in FEW_COLUMNS
-             else prior_variant(base, which))
+             else base if which == CATEGORICAL_NOISE else prior_variant(base, which))
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
-        yield f"{which}_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
+        frame = prior_frame(task.X, task.categorical)
+        yield f"{which}_{i}", categorical_noise(frame, i) if which == CATEGORICAL_NOISE else frame, np.asarray(task.y)
 
 
 def paired(baseline: pd.Series, candidate: pd.Series) -> dict[str, float]:

@@ -249,6 +249,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: design alternatives, as above.
     _power_keep_modes = True
     _power_min_width = LOW_DIM_MAX_WIDTH
+    #: Whether the noise screening drops categorical columns independent of every other column too
+    #: (``TablePreprocessor(screen_categorical=)``): a design switch judged on development data
+    #: (``benchmarks/choose_categorical_screening.py``), not a parameter.
+    _screen_categorical = False
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -350,7 +354,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories,
                                 screen_noise=self.screen_noise, power_transform=self.power_transform,
                                 power_min_skewness=self._power_min_skewness,
-                                power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width)
+                                power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
+                                screen_categorical=self._screen_categorical)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)
@@ -365,7 +370,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if pre.screened_:  # columns that differ between the clusters found without them come back
-            back = associated_columns(pre.screened_values(table.iloc[ctx]), self.labels_[ctx])
+            back = associated_columns(pre.screened_values(table.iloc[ctx]), self.labels_[ctx],
+                                      categorical=pre.screened_categorical)
             if back.any():
                 pre.readmit(table, [name for name, b in zip(pre.screened_, back) if b])
                 Z, cat_mask = pre.transform(table)

@@ -222,6 +222,10 @@ class TablePreprocessor:
     power_min_width : int, default=0
         Transform only in a table of more than this many design columns (numeric columns plus categorical codes,
         before noise screening).
+    screen_categorical : {False, True, "always"}, default=False
+        With ``screen_noise``, drop the categorical columns independent of every other column too: where the
+        continuous ones are screened (True) or wherever some column shows structure ("always");
+        ``model.screening.noise_columns``'s ``categorical``.
 
     Attributes
     ----------
@@ -253,7 +257,7 @@ class TablePreprocessor:
     def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise",
                  screen_noise: bool | str = False, power_transform: bool = False,
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
-                 power_min_width: int = 0) -> None:
+                 power_min_width: int = 0, screen_categorical: bool | str = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -274,6 +278,11 @@ class TablePreprocessor:
         if not (isinstance(power_min_width, (int, np.integer)) and power_min_width >= 0):
             raise ValueError(f"power_min_width must be an integer >= 0, got {power_min_width!r}")
         self.power_min_width = int(power_min_width)
+        from model.screening import CATEGORICAL_SCREENING
+
+        if screen_categorical not in CATEGORICAL_SCREENING:
+            raise ValueError(f"screen_categorical must be one of {CATEGORICAL_SCREENING}, got {screen_categorical!r}")
+        self.screen_categorical = screen_categorical
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -360,7 +369,8 @@ class TablePreprocessor:
             rows = np.sort(np.random.default_rng(0).choice(frame.shape[0], SCREEN_ROWS, replace=False))
             frame = frame.iloc[rows]
         trigger = "modes" if self.screen_noise == "auto" else "evidence"
-        noise = noise_columns(self._encode(frame), self.cat_mask_, trigger=trigger)
+        noise = noise_columns(self._encode(frame), self.cat_mask_, trigger=trigger,
+                              categorical=self.screen_categorical)
         if not noise.any():
             return
         self._screened_columns = [c for c, drop in zip(self.columns_, noise) if drop]
@@ -370,6 +380,11 @@ class TablePreprocessor:
         self.columns_ = [c for c, drop in zip(self.columns_, noise) if not drop]
         self.cat_mask_ = self.cat_mask_[~noise]
         logger.info("dropped %d pure-noise column(s): %s", len(self.screened_), self.screened_)
+
+    @property
+    def screened_categorical(self) -> np.ndarray:
+        """(len(screened_),) bool: which screened columns are categorical (their values are category codes)."""
+        return np.array([c.categorical for c in self._screened_columns], bool)
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import chi2, kruskal, rankdata
+from scipy.stats import chi2, chi2_contingency, kruskal, rankdata
 
 from model.power import yeo_johnson
 
@@ -154,52 +154,87 @@ def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:
     return bool(np.any((ratio < valley) & massive))
 
 
+#: What :func:`noise_columns` does with categorical columns: keeps them (False), screens them where the trigger
+#: lets the screening run (True), or wherever some column shows structure ("always").
+CATEGORICAL_SCREENING = (False, True, "always")
+
+
 def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, valley: float = VALLEY,
-                  min_mass: float = MIN_MASS, joint: bool = True, trigger: str = "evidence") -> np.ndarray:
+                  min_mass: float = MIN_MASS, joint: bool = True, trigger: str = "evidence",
+                  categorical: bool | str = False) -> np.ndarray:
     """(D,) bool: the continuous columns that show no cluster structure, alone or with another column, in a table
     where some column does (none otherwise). ``Z``: the preprocessed table (z-scores and categorical codes).
+    ``categorical``: ``True``: the categorical columns independent of every other column too, where the trigger
+    lets the screening run (a category has no second mode to show; its levels are tested against the other
+    columns as indicators); ``"always"``: those wherever some column shows a dependence or a second mode, even
+    where the ``"modes"`` trigger keeps every continuous column.
 
     ``trigger``: what "some column does" means. ``"evidence"``: some column depends on another or has a second
     mode. ``"modes"``: some continuous column has a second mode, a structure that lives in few columns; where the
     clusters differ a little in every column instead, every column depends on the others and none is dropped."""
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown trigger {trigger!r}: use one of {TRIGGERS}")
+    if categorical not in CATEGORICAL_SCREENING:
+        raise ValueError(f"categorical must be one of {CATEGORICAL_SCREENING}, got {categorical!r}")
     Z = np.asarray(Z, np.float64)
     cat_mask = np.asarray(cat_mask, bool)
     d = Z.shape[1]
     continuous = np.array([not cat_mask[j] and len(np.unique(Z[:, j])) >= MIN_DISTINCT for j in range(d)])
+    eligible = continuous | (cat_mask if categorical else False)
     modes = np.zeros(d, bool)
     if trigger == "modes":  # the mode tests first: a table without a two-mode column needs no dependence test
         modes[continuous] = [multimodal(Z[:, j], valley, min_mass) for j in np.flatnonzero(continuous)]
         if not modes.any():
-            return np.zeros(d, bool)
+            if categorical != "always" or not cat_mask.any():
+                return np.zeros(d, bool)
+            evidence = dependent_columns(Z, cat_mask, alpha, joint)  # the categorical columns alone may go
+            return cat_mask & ~evidence if evidence.any() else np.zeros(d, bool)
     # with the modes trigger only the continuous columns without a second mode may be dropped: test those alone
-    evidence = dependent_columns(Z, cat_mask, alpha, joint, only=continuous & ~modes if trigger == "modes" else None)
+    evidence = dependent_columns(Z, cat_mask, alpha, joint, only=eligible & ~modes if trigger == "modes" else None)
     if trigger == "evidence":  # no mode test where a dependence already shows
         for j in np.flatnonzero(continuous & ~evidence):
             modes[j] = multimodal(Z[:, j], valley, min_mass)
     evidence |= modes
     if not evidence.any():
         return np.zeros(d, bool)
-    return continuous & ~evidence
+    return eligible & ~evidence
 
 
 def associated_columns(values: np.ndarray, labels: np.ndarray, alpha: float = READMIT_ALPHA,
-                       bonferroni: bool = False) -> np.ndarray:
+                       bonferroni: bool = False, categorical: np.ndarray | None = None) -> np.ndarray:
     """(m,) bool: which columns of ``values`` (n, m) differ between the clusters ``labels`` (n,) found without
     them: a Kruskal-Wallis test of the column's rank scores and of its squared centred rank scores across the
     clusters, each column at level ``alpha`` (split between its two tests; ``bonferroni``: ``alpha`` over all
     the columns). A column in which clusters differ a little, which the screening cannot tell from noise on its
     own, shows it against a partition that is nearly right; a pure-noise column does not, and since the
     partition was found without it, the test holds its level. No multiplicity correction by default: a noise
-    column put back costs what keeping every column costs, an informative column kept out can cost more."""
+    column put back costs what keeping every column costs, an informative column kept out can cost more.
+    ``categorical`` (m,) bool: columns of category codes, tested by Pearson's chi-square test of independence of
+    their levels and the clusters instead (at level ``alpha``: one test)."""
     values = np.asarray(values, np.float64)
     labels = np.asarray(labels)
     groups = [np.flatnonzero(labels == k) for k in np.unique(labels)]
     out = np.zeros(values.shape[1], bool)
     if len(groups) < 2:
         return out
+    tests = values.shape[1] if bonferroni else 1
     for j in range(values.shape[1]):  # the scores of the dependence test (rank-based, so Kruskal-Wallis' too)
+        if categorical is not None and categorical[j]:
+            out[j] = bool(_independence_p(values[:, j], labels) < alpha / tests)
+            continue
         p = min(kruskal(*[score[g] for g in groups]).pvalue for score in _column_scores(values[:, j], False).T)
-        out[j] = bool(p < alpha / (2 * (values.shape[1] if bonferroni else 1)))
+        out[j] = bool(p < alpha / (2 * tests))
+    return out
+
+
+def _independence_p(codes: np.ndarray, labels: np.ndarray) -> float:
+    """Pearson's chi-square test of independence of a categorical column's levels and the clusters: its p-value
+    (1 where the column has one level)."""
+    _, level = np.unique(codes, return_inverse=True)
+    _, cluster = np.unique(labels, return_inverse=True)
+    counts = np.zeros((level.max() + 1, cluster.max() + 1))
+    np.add.at(counts, (level, cluster), 1.0)
+    if counts.shape[0] < 2:
+        return 1.0
+    return float(chi2_contingency(counts, correction=False).pvalue)
     return out

@@ -86,6 +86,82 @@ def test_categorical_and_few_level_columns_are_never_dropped():
     assert flagged.tolist() == [False, False, False, True]
 
 
+def _noise_categorical_beside(y: np.ndarray, X: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+    """X with a 3-level categorical column of noise (codes 0..2) and one that follows the clusters ``y``
+    appended -> (table, cat_mask)."""
+    noise = rng.integers(0, 3, len(y))
+    tied = np.where(rng.random(len(y)) < 0.8, y, rng.integers(0, 2, len(y)))
+    return np.c_[X, noise, tied], np.r_[np.zeros(X.shape[1], bool), True, True]
+
+
+def test_categorical_screening_drops_a_noise_category_where_the_screening_runs_and_keeps_a_tied_one():
+    rng = np.random.default_rng(12)
+    y = rng.integers(0, 2, 600)
+    X, cat = _noise_categorical_beside(y, _z(np.c_[6.0 * y + rng.normal(size=600), rng.normal(size=600)]), rng)
+    for trigger in ("evidence", "modes"):
+        assert noise_columns(X, cat, trigger=trigger).tolist() == [False, True, False, False]
+        for setting in (True, "always"):
+            assert noise_columns(X, cat, trigger=trigger, categorical=setting).tolist() == [False, True, True,
+                                                                                            False]
+
+
+def test_always_drops_a_noise_category_where_the_modes_trigger_keeps_every_continuous_column():
+    """Clusters 1 SD apart in each of 6 columns (no second mode, so the modes trigger screens nothing): only
+    ``categorical="always"`` drops the categorical noise column, and it keeps the one tied to the clusters and
+    every continuous column."""
+    rng = np.random.default_rng(13)
+    y = rng.integers(0, 2, 800)
+    X, cat = _noise_categorical_beside(y, _z(y[:, None] + rng.normal(size=(800, 6))), rng)
+    assert not noise_columns(X, cat, trigger="modes", categorical=True).any()
+    assert noise_columns(X, cat, trigger="modes", categorical="always").tolist() == [False] * 6 + [True, False]
+
+
+def test_always_drops_nothing_where_no_column_shows_structure():
+    rng = np.random.default_rng(14)
+    X = np.c_[_z(rng.normal(size=(500, 4))), rng.integers(0, 3, 500)]
+    assert not noise_columns(X, np.r_[np.zeros(4, bool), True], trigger="modes", categorical="always").any()
+
+
+def test_an_unknown_categorical_screening_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="categorical must be one of"):
+        noise_columns(np.zeros((30, 2)), np.zeros(2, bool), categorical="sometimes")
+    with pytest.raises(ValueError, match="screen_categorical must be one of"):
+        TablePreprocessor(screen_categorical="sometimes")
+
+
+def test_a_categorical_column_tied_to_the_clusters_is_associated_and_a_noise_category_is_not():
+    """Levels 0 and 2 in one cluster, 1 in the other (equal mean codes): the chi-square test of the levels
+    against the clusters finds the tie; a noise category is not associated."""
+    rng = np.random.default_rng(15)
+    labels = np.repeat([0, 1], 400)
+    tied = np.where(labels == 0, rng.choice([0, 2], 800), 1).astype(float)
+    noise = rng.integers(0, 3, 800).astype(float)
+    assert associated_columns(np.c_[tied, noise], labels, categorical=np.array([True, True])).tolist() == [True,
+                                                                                                          False]
+
+
+def test_associated_categorical_columns_hold_their_level_on_noise():
+    rng = np.random.default_rng(16)
+    labels = rng.integers(0, 3, 400)
+    calls = [associated_columns(rng.integers(0, 4, (400, 3)).astype(float), labels, categorical=np.ones(3, bool))
+             for _ in range(80)]
+    assert np.mean(calls) <= 0.05 + 0.025
+
+
+def test_the_preprocessing_screens_a_categorical_noise_column_when_asked():
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 3, 450)
+    frame = pd.DataFrame(4.0 * y[:, None] + rng.normal(size=(450, 3)), columns=["a", "b", "c"])
+    frame["region"] = pd.Categorical(rng.choice(["north", "south", "east"], 450))
+    kept = TablePreprocessor(screen_noise="auto").fit(frame)
+    assert kept.screened_ == [] and kept.screened_categorical.tolist() == []
+    pre = TablePreprocessor(screen_noise="auto", screen_categorical="always").fit(frame)
+    assert pre.screened_ == ["column 'region'"] and pre.screened_categorical.tolist() == [True]
+    Z, cat_mask = pre.transform(frame)
+    assert Z.shape == (450, 3) and not cat_mask.any()
+    np.testing.assert_array_equal(pre.screened_values(frame)[:, 0], frame["region"].cat.codes.to_numpy())
+
+
 @pytest.mark.parametrize("draw", [
     lambda rng, n: rng.normal(size=n),
     lambda rng, n: rng.lognormal(size=n),

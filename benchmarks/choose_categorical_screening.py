@@ -1,0 +1,95 @@
+"""Whether the noise screening drops categorical columns independent of every other column too
+(``TabClustPFN._screen_categorical``), chosen on development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --out docs/results/choice-cat-screening
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 1000 \\
+        --set prior noisy one-informative coarse skewed low-d cat-noise shapes \\
+        --out docs/results/choice-cat-screening-fresh
+
+Each table of the development sets (``benchmarks/choose_checkpoint.py``'s, with ``cat-noise``: the prior's tables
+with 1-3 categorical columns beside them that are independent of everything) is clustered by
+``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
+
+- ``continuous`` (the baseline): ``screen_noise="auto"`` as it is, which tests only continuous columns;
+- ``categorical``: a categorical column that depends on no other column is dropped as well, where the screening
+  runs (:func:`model.screening.noise_columns` with ``categorical=True``), and put back when its levels and the
+  clusters found without it are dependent (Pearson's chi-square, :func:`model.screening.associated_columns`);
+- ``categorical-always``: as ``categorical``, and also in tables where the screening does not run because no
+  continuous column has a second mode: there a categorical column independent of every other column is dropped
+  wherever some column depends on another (the continuous columns are all kept).
+
+Proposed 2026-12-02 after a probe: three blobs 4 SD apart in 3 columns with one 3-level categorical column of
+noise beside them came out K = 9 (ARI 0.40; every blob split by the noise levels), K = 3 and ARI 1.0 with the
+column dropped; ``categorical-always`` after a first 40 tables of ``cat-noise`` (mean ARI 0.574 against 0.712 on
+the same tables without the noise columns) where ``categorical`` dropped a column in 2. Per set, each variant
+against ``continuous`` table by table: paired mean ARI difference +- standard error,
+tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
+standard errors on a set and loses beyond one on none; it must hold on a fresh draw of the synthetic sets (the
+second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+BASELINE = "continuous"
+VARIANTS = ("continuous", "categorical", "categorical-always")
+#: each variant's ``model.screening.noise_columns(categorical=)``
+SETTING = {"continuous": False, "categorical": True, "categorical-always": "always"}
+SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200, "low-d": 200,
+         "cat-noise": 200, "dev": 23, "shapes": 54}
+
+
+def estimator_for(variant: str, checkpoint: str):
+    """``TabClustPFN(checkpoint=, random_state=0)``, its screening of categorical columns as ``variant`` says."""
+    from model.estimator import TabClustPFN
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
+    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_screen_categorical": SETTING[variant]})
+    return cls(checkpoint=checkpoint, random_state=0)
+
+
+def _screened_categorical(est) -> dict:
+    return {"dropped_categorical": int(est.preprocessor_.screened_categorical.sum())}
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    from benchmarks.choose_k_rule import fit_each
+
+    return fit_each(estimator_for, VARIANTS, *args, extra=_screened_categorical)
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    given = sys.argv[1:] if argv is None else list(argv)
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-cat-screening", given, sizes=SIZES)
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    chosen, verdicts = verdict(diffs, BASELINE)
+    dropped = "; ".join(f"`{v}`: " + ", ".join(
+        f"{s} {int((part[f'{v}_dropped_categorical'] > 0).sum())} of {len(part)}"
+        for s, part in df.groupby("set", sort=False)) for v in VARIANTS[1:])
+    times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in VARIANTS)
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    out = [f"# Screening categorical noise columns before clustering ({sets}, K inferred)", "",
+           *[line.replace("| rule |", "| variant |") for line in lines], "",
+           f"Tables where a variant dropped a categorical column (after any put back): {dropped}.", "",
+           f"Median fit time (s): {times}.", "",
+           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
+           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           *[v.replace("rule", "variant") for v in verdicts], "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_categorical_screening.py " + " ".join(given)
+           + "`", checkpoint_line(args.checkpoint), *machine_lines()]
+    write_results(args.out, df, out)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
