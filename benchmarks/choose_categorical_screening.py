@@ -26,6 +26,10 @@ against ``continuous`` table by table: paired mean ARI difference +- standard er
 tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; it must hold on a fresh draw of the synthetic sets (the
 second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+
+Measured 2026-12-02: ``categorical-always`` qualified on the first draw (``cat-noise`` +0.105 +- 0.013) and lost
+on one-informative on the fresh one (-0.0017 +- 0.0011, 1 better / 6 worse); ``categorical`` qualified only on the
+fresh one. Neither is the default (``docs/results/choice-cat-screening*.md``).
 """
 
 from __future__ import annotations

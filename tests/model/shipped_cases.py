@@ -51,6 +51,15 @@ def _mixed(seed: int = 3) -> tuple[pd.DataFrame, np.ndarray]:
     return frame, y
 
 
+def _categorical_noise(seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
+    """Three groups 4 SD apart in 3 numeric columns, 300 rows, and a 3-level categorical column of pure noise."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], 100)
+    frame = pd.DataFrame(4.0 * y[:, None] + rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    frame["region"] = pd.Categorical(rng.choice(["north", "south", "east"], 300))
+    return frame, y
+
+
 def _large(seed: int = 4) -> tuple[pd.DataFrame, np.ndarray]:
     """1,500 rows in four groups, more than the 1,000-row context: the chunked path."""
     rng = np.random.default_rng(seed)
@@ -77,6 +86,7 @@ def cases() -> dict[str, tuple[pd.DataFrame, np.ndarray]]:
         "one_informative_3_noise": _one_informative(3),
         "one_informative_7_noise": _one_informative(7),
         "mixed_categorical": _mixed(),
+        "categorical_noise": _categorical_noise(),
         "large_chunked": _large(),
     }
 
