@@ -593,3 +593,35 @@ def test_choose_power_fits_each_table_with_and_without_the_transform(tmp_path):
     assert "yeo-johnson" in some and "keep" in some and "yeo-johnson-all" not in some
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("box-cox", None)
+
+
+def test_the_cat_noise_set_is_the_prior_sets_tables_with_categorical_noise_beside_them():
+    """Same validation seeds as ``prior``: the same rows, labels and columns, and 1-3 categorical columns appended,
+    the same in every run."""
+    from benchmarks.choose_checkpoint import tables
+
+    for (name, frame, y), (_, plain, y0) in zip(tables("cat-noise", 3), tables("prior", 3)):
+        assert name.startswith("cat-noise_") and np.array_equal(y, y0)
+        pd.testing.assert_frame_equal(frame[plain.columns], plain)
+        extra = [c for c in frame.columns if c not in plain.columns]
+        assert 1 <= len(extra) <= 3 and all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in extra)
+    again = [frame for _, frame, _ in tables("cat-noise", 3)]
+    assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("cat-noise", 3)]))
+
+
+def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_path):
+    from benchmarks.choose_categorical_screening import estimator_for, main
+
+    out = tmp_path / "choice-cat"
+    main(["--set", "cat-noise", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["cat-noise", "cat-noise"] and (df["continuous_dropped_categorical"] == 0).all()
+    assert (df["categorical-always_dropped_categorical"] >= df["categorical_dropped_categorical"]).all()
+    assert (df["categorical-always_dropped_categorical"] > 0).all()  # the noise columns of both tables
+    report = (tmp_path / "choice-cat.md").read_text()
+    assert "| cat-noise | 2 | categorical-always |" in report and "Chosen: " in report
+    assert "Command: `python benchmarks/choose_categorical_screening.py --set cat-noise" in report
+    assert [estimator_for(v, None)._screen_categorical for v in ("continuous", "categorical", "categorical-always")
+            ] == [False, True, "always"]
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("everything", None)
