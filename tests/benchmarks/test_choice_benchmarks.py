@@ -546,7 +546,7 @@ def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tm
     assert top.k_selection_ == "ranker" and top.n_clusters_ == plain.n_clusters_
     assert np.array_equal(top.labels_, plain.labels_)  # the baseline is the estimator's default
     p = np.array(list(top.k_probabilities_.values()))
-    assert top.n_clusters_ == int(np.argmax(p)) + 2  # its K: the most probable one
+    assert top.k_chosen_ == int(np.argmax(p)) + 2  # its K: the most probable one
 
     seen = []  # the Bayes variant's K is the argmax of the expected ARI under the ranker's probabilities
     real = estimator_module.expected_ari
@@ -555,7 +555,7 @@ def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tm
     bayes = estimator_for("expected_ari", None).fit(X)
     assert len(seen) == 1 and bayes.k_selection_ == "ranker"
     q, scores = seen[0]
-    assert np.allclose(q, p[: len(q)]) and bayes.n_clusters_ == int(np.argmax(scores)) + 2
+    assert np.allclose(q, p[: len(q)]) and bayes.k_chosen_ == int(np.argmax(scores)) + 2
     TabClustPFN(random_state=0).fit(X)
     assert len(seen) == 1  # the default never asks for it
     with pytest.raises(ValueError, match="unknown variant"):
