@@ -162,13 +162,13 @@ def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, st
 
 
 def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None,
-                           parents: tuple[argparse.ArgumentParser, ...] = ()
+                           parents: tuple[argparse.ArgumentParser, ...] = (), passed=None
                            ) -> tuple[argparse.Namespace, pd.DataFrame]:
     """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
     ``--out``, default ``out``) parsed from ``argv``, and the rows of ``work`` over the sets asked for
     (:func:`rows_per_set`, the offset passed on); ``sizes``: the sets and their sizes (default
     :data:`ESTIMATOR_SET_SIZES`); ``parents``: parsers of the caller's own options (``add_help=False``), listed
-    in ``--help`` and parsed with the rest."""
+    in ``--help`` and parsed with the rest; ``passed(args)``: a tuple passed on to ``work`` after the offset."""
     from model.estimator import default_checkpoint_path
 
     sizes = ESTIMATOR_SET_SIZES if sizes is None else sizes
@@ -183,7 +183,8 @@ def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str,
     args = ap.parse_args(argv)
     if args.offset and "dev" in args.set:
         ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
-    rows = rows_per_set(work, args.checkpoint, args.set, sizes, args.tasks, args.workers, extra=(args.offset,))
+    extra = (args.offset, *(passed(args) if passed else ()))
+    rows = rows_per_set(work, args.checkpoint, args.set, sizes, args.tasks, args.workers, extra=extra)
     return args, pd.DataFrame(rows)
 
 

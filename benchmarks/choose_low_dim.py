@@ -18,7 +18,10 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-kmeans``: the same from the network's candidate and a k-means++ partition, the better likelihood kept;
 - ``bic-net-kmeans-floor-0.01``: the same with covariance eigenvalues down to 0.01 (0.1 elsewhere);
 - ``bic-kmeans``: from the k-means++ partition only (scikit-learn's GMM-BIC in this EM): what the network adds;
-- ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones.
+- ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones;
+- ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine`` and
+  ``bic-net-kmeans-floor-fine``: down to 0.01 only where every design column has many values
+  (:func:`model.low_dim.resolution_floor`).
 
 The ``mid-d`` set (200 tables of the prior with 4-6 columns; added 2026-11-30, with the ``-w`` variants, after the
 first choice, ``bic-net`` on up to 4 columns, lost at D = 4 in the test regime ``regime-cluster-pfn.md``) holds the
@@ -26,8 +29,16 @@ first choice, ``bic-net`` on up to 4 columns, lost at D = 4 in the test regime `
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --out docs/results/choice-low-dim-width
 
-Per set each variant against ``default`` table by table: paired mean ARI difference +- standard error, tables
-better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
+The floor (``--variants`` / ``--baseline``; 0.1 capped tight clusters' likelihood, so BIC merged them):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --variants bic-net bic-net-floor-0.01 \
+        bic-net-floor-fine bic-net-kmeans-floor-fine --baseline bic-net --out docs/results/choice-low-dim-floor
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes --offset 2000 --variants bic-net bic-net-floor-fine --baseline bic-net \
+        --out docs/results/choice-low-dim-floor-fresh
+
+Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
+difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
 the sets is chosen. ``--offset N`` draws the synthetic sets afresh to confirm a choice. Writes ``OUT.md`` and
 ``OUT.csv`` (one row per table: each variant's ARI, K and milliseconds).
@@ -35,6 +46,7 @@ the sets is chosen. ``--offset N`` draws the synthetic sets afresh to confirm a 
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -45,16 +57,21 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 BASELINE = "default"
-#: variant -> (the starts: "net", "kmeans" or both; the eigenvalue floor); None: the ranker's K
+#: variant -> (the starts: "net", "kmeans" or both; the eigenvalue floor, "fine": model.low_dim.resolution_floor)
 BIC_VARIANTS = {
     "bic-net": (("net",), 0.1),
     "bic-net-kmeans": (("net", "kmeans"), 0.1),
     "bic-net-kmeans-floor-0.01": (("net", "kmeans"), 0.01),
     "bic-kmeans": (("kmeans",), 0.1),
+    "bic-net-floor-0.01": (("net",), 0.01),
+    "bic-net-floor-fine": (("net",), "fine"),
+    "bic-net-kmeans-floor-fine": (("net", "kmeans"), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
-VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS)
+#: the variants of the first choice (``--variants``' default); the later ones are asked for by name
+VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
+ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
          "shapes": 54}
@@ -70,7 +87,7 @@ def kmeans_start(X: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
     """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
     (K = 2..k_hi) and the ranker's ``k``."""
-    from model.low_dim import bic_choice, converged_em
+    from model.low_dim import bic_choice, converged_em, resolution_floor
     from model.refinement import full_em
 
     if name == BASELINE:
@@ -83,24 +100,25 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         kinds, floor = BIC_VARIANTS[name]
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + ([kmeans_start(X, kk)] if "kmeans" in kinds
                                                                          else []) for kk in range(2, k_hi + 1)}
-        choice = bic_choice(X, starts, floor=floor)
+        choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor)
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
 
 
-def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
     from sklearn.metrics import adjusted_rand_score
 
     from benchmarks.choose_mixture_refinement import ranked_tables
     from model.refinement import FULL_COVARIANCE_MAX_WIDTH, mixture_refinement
 
+    *where, variants = args
     rows = []
-    for name, y, table, k in ranked_tables(*args):
+    for name, y, table, k in ranked_tables(*where):
         X, width = table.X, table.X.shape[1]
         row = {"set": args[1], "table": name, "K": int(len(np.unique(y))), "width": width}
         few = width <= FULL_COVARIANCE_MAX_WIDTH  # else every variant keeps today's answer
         today = None if few else mixture_refinement(X, table.candidates[k - 2], k, table.mixtures[k - 2])[0]
-        for v in VARIANTS:
+        for v in variants:
             t0 = time.perf_counter()
             labels, kv = variant_answer(v, X, table.candidates, table.k_hi, k) if few else (today, k)
             row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
@@ -114,14 +132,22 @@ def main(argv=None) -> None:
     from model.refinement import FULL_COVARIANCE_MAX_WIDTH
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv, sizes=SIZES)
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
-    chosen, verdicts = verdict(diffs, BASELINE)
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(ALL_VARIANTS),
+                     help="default: those of the first choice")
+    own.add_argument("--baseline", default=BASELINE, choices=list(ALL_VARIANTS), help="one of the variants")
+    given = sys.argv[1:] if argv is None else list(argv)
+    if (opts := own.parse_known_args(given)[0]).baseline not in opts.variants:
+        own.error(f"--baseline {opts.baseline} must be one of --variants")
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv, sizes=SIZES,
+                                      parents=(own,), passed=lambda a: (tuple(a.variants),))
+    variants, baseline = list(args.variants), args.baseline
+    lines, diffs = table(df, variants, baseline)
+    chosen, verdicts = verdict(diffs, baseline)
     few = df[df["width"] <= FULL_COVARIANCE_MAX_WIDTH]
     counts = ", ".join(f"{s} {int((part['width'] <= FULL_COVARIANCE_MAX_WIDTH).sum())} of {len(part)}"
                        for s, part in df.groupby("set", sort=False))
-    times = ", ".join(f"`{v}` {few[v + '_ms'].median():.1f}" for v in VARIANTS) if len(few) else "none"
-    given = sys.argv[1:] if argv is None else list(argv)
+    times = ", ".join(f"`{v}` {few[v + '_ms'].median():.1f}" for v in variants) if len(few) else "none"
     out = ["# K and the partition of tables of few columns (development sets)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
            f"Tables of at most {FULL_COVARIANCE_MAX_WIDTH} design columns (the variants differ only there): "
@@ -130,7 +156,7 @@ def main(argv=None) -> None:
            "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
            "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_low_dim.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)
