@@ -3,7 +3,9 @@
 In two to four columns a mixture of full-covariance Gaussians is well determined by a few hundred rows, and EM run
 to convergence from a sensible start finds it; the network, trained over the prior's whole D range, is then
 the weaker judge of both K and the borders. Here each candidate K's mixture is run to convergence from the
-network's own (Lloyd-refined) partition at that K, and K is the one of lowest BIC. The mixture is
+network's own (Lloyd-refined) partition at that K, its covariances' eigenvalues floored at 0.01 (z units) where
+every column is fine-grained and at 0.1 where one has few levels (:func:`resolution_floor`), and K is the one of
+lowest BIC. The mixture is
 :class:`model.refinement.FullMixture`, so rows new to the fit are assigned as ``refine="gmm"`` assigns them.
 The probabilities over K are a softmax of the per-row score -BIC / (2N) at :data:`TEMPERATURE` (at 1 / N it would
 be Schwarz's approximation to the posterior over K, far too sure where the clusters are not Gaussian: the
@@ -15,7 +17,9 @@ data by ``benchmarks/choose_low_dim.py`` (``docs/results/choice-low-dim*.md``) a
 k-means++'s, both) and covariance floors: the variant the first draw chose (both starts, eigenvalues down to 0.01)
 lost on the fresh draw's coarse tables (-0.0032 +- 0.0016); this one, the only other to qualify on both draws,
 gained on 2-3-column prior tables +0.040 +- 0.009 / +0.032 +- 0.008 and on cluster shapes +0.106 +- 0.028 /
-+0.049 +- 0.024 (first / fresh draw), and lost beyond one standard error on no set."""
++0.049 +- 0.024 (first / fresh draw), and lost beyond one standard error on no set. The resolution floor, against
+0.1 everywhere (``choice-low-dim-floor*.md``): low-d +0.029 +- 0.005 / +0.033 +- 0.006, mid-d +0.006 +- 0.002 /
++0.009 +- 0.003, shapes +0.041 +- 0.012 / +0.045 +- 0.017, no set lost; 0.01 everywhere lost on coarse tables."""
 
 from __future__ import annotations
 
@@ -30,10 +34,11 @@ MAX_STEPS = 100
 TOLERANCE = 1e-3
 #: :func:`choose`: the widest design it serves.
 MAX_WIDTH = FULL_COVARIANCE_MAX_WIDTH
-#: The temperature of the probabilities over K, on the per-row score -BIC / (2N): fitted to the labelled K of the
-#: low-d and shapes development tables; ECE of the top choice 0.159 -> 0.090 there, 0.144 -> 0.066 on a fresh draw
-#: (against temperature 1; ``docs/results/bic-calibration.md``).
-TEMPERATURE = 0.156
+#: The temperature of the probabilities over K, on the per-row score -BIC / (2N): the maximum-likelihood fit to the
+#: labelled K of the low-d and shapes development tables (``docs/results/bic-calibration.md``, refitted with the
+#: resolution floor: mean log p(labelled K) -2.200 -> -2.140, fresh draw -2.236 -> -2.157 against 0.156; its 80 %
+#: sets hold the labelled K on 0.82 / 0.81 of the tables, the top choice, right on 0.32, is given 0.16).
+TEMPERATURE = 0.373
 #: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained, and the most distinct
 #: values a coarse column has (``model.dequantize.MAX_LEVELS``: ordinal scores, counts, one-hot codes).
 FINE_FLOOR = 0.01
@@ -106,8 +111,8 @@ def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float 
 
 def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> BicChoice:
     """K in 2..``k_hi`` and the partition of the design rows ``X`` (n, P <= :data:`MAX_WIDTH`): per K the mixture
-    run to convergence from the network's candidate at that K (``candidates`` (K_max-1, n), K = 2.. in order), then
-    the K of lowest BIC (:func:`bic_choice`)."""
+    run to convergence from the network's candidate at that K (``candidates`` (K_max-1, n), K = 2.. in order), its
+    eigenvalues floored at :func:`resolution_floor`, then the K of lowest BIC (:func:`bic_choice`)."""
     if X.shape[1] > MAX_WIDTH:
         raise ValueError(f"the BIC path serves designs of at most {MAX_WIDTH} columns, got {X.shape[1]}")
-    return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)})
+    return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}, floor=resolution_floor(X))

@@ -310,12 +310,41 @@ def test_choose_low_dim_changes_only_tables_of_few_columns_and_names_its_choice(
     labels, k = variant_answer("default", X, candidates, 6, 2)
     np.testing.assert_array_equal(labels, full_em(X, candidates[0], 2)[0])
     assert k == 2
-    labels, k = variant_answer("bic-net", X, candidates, 6, 2)
+    labels, k = variant_answer("bic-net-floor-fine", X, candidates, 6, 2)  # the estimator's path
     chosen = choose(X, candidates, 6)
     assert k == chosen.k == 3
     np.testing.assert_array_equal(labels, chosen.labels)
     with pytest.raises(SystemExit):  # the dev suite has no fresh draw
         main(["--set", "dev", "--offset", "3", "--out", str(out)])
+
+
+def test_choose_low_dim_compares_the_variants_asked_for_against_the_baseline_named(tmp_path):
+    from benchmarks.choose_low_dim import main, variant_answer
+    from model.low_dim import bic_choice
+
+    out = tmp_path / "floor"
+    main(["--set", "low-d", "--tasks", "2", "--workers", "1", "--variants", "bic-net", "bic-net-floor-fine",
+          "--baseline", "bic-net", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert {"bic-net", "bic-net-floor-fine"} <= set(df.columns) and "default" not in df.columns
+    report = (tmp_path / "floor.md").read_text()
+    assert "against bic-net" in report and "`bic-net-floor-fine`:" in report and "--baseline bic-net" in report
+    with pytest.raises(SystemExit):
+        main(["--set", "low-d", "--variants", "bic-net-floor-fine", "--baseline", "bic-net", "--out", str(out)])
+    # the floors: 0.1 (bic-net), 0.01 everywhere, or 0.01 only where every column has many values
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2, 3], 75)
+    X = np.array([[-2, -2], [-1.4, -2], [2, 2], [2.6, 2]])[y] + rng.normal(size=(300, 2)) * 0.12
+    X = (X - X.mean(0)) / X.std(0)
+    candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])
+    for name, floor in (("bic-net", 0.1), ("bic-net-floor-0.01", 0.01), ("bic-net-floor-fine", 0.01)):
+        want = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=floor)
+        labels, k = variant_answer(name, X, candidates, 6, 2)
+        assert k == want.k
+        np.testing.assert_array_equal(labels, want.labels)
+    coarse = np.column_stack([X, rng.integers(0, 2, len(X))])
+    want = bic_choice(coarse, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=0.1)
+    assert variant_answer("bic-net-floor-fine", coarse, candidates, 6, 2)[1] == want.k
 
 
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():

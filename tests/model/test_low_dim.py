@@ -8,8 +8,9 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
-from model.low_dim import bic_choice, choose, converged_em, log_likelihood, n_parameters
-from model.refinement import full_em
+from model.low_dim import (COARSE_LEVELS, FINE_FLOOR, bic_choice, choose, converged_em, log_likelihood,
+                           n_parameters, resolution_floor)
+from model.refinement import VARIANCE_FLOOR, full_em
 
 
 def _tilted_blobs(seed: int = 0, n_per: int = 200) -> tuple[np.ndarray, np.ndarray]:
@@ -84,9 +85,45 @@ def test_choose_starts_each_k_from_its_candidate_and_refuses_wide_designs():
     candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
     choice = choose(X, candidates, k_hi=6)
     assert list(choice.ks) == [2, 3, 4, 5, 6] and choice.k == 3
-    same = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)})
+    same = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=resolution_floor(X))
     np.testing.assert_allclose(choice.bic, same.bic)
     with pytest.raises(ValueError, match="at most 4 columns"):
         choose(rng.normal(size=(50, 5)), candidates[:, :50], k_hi=3)
     with pytest.raises(ValueError, match="at least one K"):
         bic_choice(np.zeros((10, 2)), {})
+
+
+def _tight_pairs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two pairs of tight round clusters (75 rows each), the pairs far apart, each pair's two 5 SD apart: in z units
+    every cluster's variance is far below 0.1."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(4), 75)
+    X = np.array([[-2, -2], [-1.4, -2], [2, 2], [2.6, 2]])[y] + rng.normal(size=(300, 2)) * 0.12
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def test_the_floor_is_fine_only_where_every_column_has_many_values():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    assert resolution_floor(X) == FINE_FLOOR < VARIANCE_FLOOR
+    for coarse in (rng.integers(1, 6, 300), rng.integers(0, 2, 300), rng.integers(0, COARSE_LEVELS, 300)):
+        assert resolution_floor(np.column_stack([X, coarse])) == VARIANCE_FLOOR  # levels, counts, one-hot codes
+    assert resolution_floor(np.column_stack([X, rng.integers(0, COARSE_LEVELS + 1, 300)])) == FINE_FLOOR
+
+
+def test_bic_separates_tight_neighbouring_clusters_on_fine_columns():
+    """The floor of 0.1 caps a tight cluster's likelihood, so BIC merged each pair (K = 2); the resolution floor
+    lets it see four."""
+    X, y = _tight_pairs()
+    candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
+    choice = choose(X, candidates, k_hi=6)
+    assert choice.k == 4 and adjusted_rand_score(y, choice.labels) > 0.9
+    assert bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=VARIANCE_FLOOR).k == 2
+
+
+def test_a_design_with_a_coarse_column_keeps_the_floor_of_the_refinement():
+    X, _ = _tight_pairs(seed=1)
+    X = np.column_stack([X, np.random.default_rng(1).integers(0, 2, len(X))])  # a one-hot code beside them
+    candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
+    want = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=VARIANCE_FLOOR)
+    np.testing.assert_allclose(choose(X, candidates, k_hi=6).bic, want.bic)

@@ -94,6 +94,21 @@ def test_three_clean_blobs_report_three_clusters(d):
         np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-9)
 
 
+def test_four_tight_clusters_in_two_columns_in_two_close_pairs_come_out_four():
+    """Each pair's two clusters 5 SD apart, the pairs far apart: in z units every cluster's variance is far below the
+    refinement's floor of 0.1, which capped their likelihood so that BIC merged each pair (K = 2, ARI 0.50, on
+    every seed before 2026-12-03); on columns of many values the BIC path floors at 0.01."""
+    from sklearn.metrics import adjusted_rand_score
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        y = np.repeat(np.arange(4), 75)
+        X = np.array([[-2, -2], [-1.4, -2], [2, 2], [2.6, 2]])[y] + rng.normal(size=(300, 2)) * 0.12
+        est = TabClustPFN(random_state=0).fit(X)
+        assert est.k_selection_ == "bic" and est.n_clusters_ == 4, (seed, est.n_clusters_)
+        assert adjusted_rand_score(y, est.labels_) > 0.95
+
+
 def test_a_categorical_noise_column_beside_three_groups_splits_them_unless_categories_are_screened():
     """Three groups 4 SD apart in 3 columns beside a 3-level category of pure noise. With the defaults the
     network splits the groups by the category (K = 9, ARI 0.40 on 2026-12-02: a known failure, in the model card);
