@@ -35,6 +35,15 @@ Full covariances (:func:`model.refinement.full_em`, 3 EM steps, eigenvalues >= 0
 - ``own-full``: every table; ``own-full-pW``: tables whose design has at most W columns, ``own-diagonal`` beyond;
 - ``own-full-rows-R``: tables with at least R rows per covariance parameter per cluster, ``own-diagonal`` else.
 
+The diagonal mixture's variance floor beyond 4 columns (``own-full-p4`` is today's ``refine="gmm"``)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --set prior noisy one-informative \
+        coarse dev --variants own-full-p4 own-full-p4-floor-0.01 own-full-p4-floor-fine --baseline own-full-p4 \
+        --out docs/results/choice-diagonal-floor
+
+- ``own-full-p4-floor-0.01``: variances >= 0.01; ``own-full-p4-floor-fine``: >= 0.01 on columns of many values,
+  0.1 on the others (:func:`column_floors`).
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -73,8 +82,21 @@ FULL = {"own-full": None, "own-full-p2": 2, "own-full-p4": 4, "own-full-p8": 8}
 #: variant -> full covariance where every cluster has at least this many rows per covariance parameter on average
 #: (n / K >= ratio * P (P + 1) / 2), else ``own-diagonal``.
 FULL_ROWS = {"own-full-rows-2": 2.0, "own-full-rows-10": 10.0}
+#: variant -> ``own-full-p4`` (today's) with the diagonal mixture's variance floor beyond 4 columns: 0.01 in every
+#: column, or per column (``fine``: 0.01 on a column of more than ``model.low_dim.COARSE_LEVELS`` values, else 0.1)
+DIAGONAL_FLOORS = {"own-full-p4-floor-0.01": 0.01, "own-full-p4-floor-fine": "fine"}
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
-VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS)
+
+
+def column_floors(X: np.ndarray) -> np.ndarray:
+    """Per column of ``X``: ``model.low_dim.FINE_FLOOR`` where it has more than ``COARSE_LEVELS`` distinct values,
+    else ``model.refinement.VARIANCE_FLOOR``."""
+    from model.low_dim import COARSE_LEVELS, FINE_FLOOR
+    from model.refinement import VARIANCE_FLOOR
+
+    fine = np.array([len(np.unique(X[:, j])) > COARSE_LEVELS for j in range(X.shape[1])])
+    return np.where(fine, FINE_FLOOR, VARIANCE_FLOOR)
 
 
 def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
@@ -85,6 +107,12 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
         return candidate
     if name in MIXTURES:
         return diagonal_em(X, candidate, k, **MIXTURES[name])[0]
+    if name in DIAGONAL_FLOORS:
+        if p <= 4:
+            return full_em(X, candidate, k)[0]
+        floor = DIAGONAL_FLOORS[name]
+        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"],
+                                               "floor": column_floors(X) if floor == "fine" else floor})[0]
     if name in FULL or name in FULL_ROWS:
         full = (p <= FULL[name] if FULL.get(name) is not None else name in FULL or
                 n / k >= FULL_ROWS[name] * p * (p + 1) / 2)

@@ -211,10 +211,11 @@ class DiagonalMixture(_Mixture):
 
 
 def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
-                floor: float = VARIANCE_FLOOR, shared: bool = DEFAULT_SHARED, mixing: bool = DEFAULT_MIXING
-                ) -> tuple[np.ndarray, DiagonalMixture]:
+                floor: float | np.ndarray = VARIANCE_FLOOR, shared: bool = DEFAULT_SHARED,
+                mixing: bool = DEFAULT_MIXING) -> tuple[np.ndarray, DiagonalMixture]:
     """``steps`` EM steps of a K-component Gaussian mixture with diagonal covariances (variances at least
-    ``floor``) on ``X`` (n, P), started from the hard partition ``labels`` (values in 0..k-1).
+    ``floor``, one for all columns or one per column (P,)) on ``X`` (n, P), started from the hard partition
+    ``labels`` (values in 0..k-1).
 
     ``shared``: one diagonal covariance for all components (pooled within-cluster variances: k-means in a metric
     that divides each column by it), else one per component; ``mixing``: mixing proportions estimated, else equal.
@@ -222,10 +223,12 @@ def diagonal_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_
     that loses every row keeps its mean and variances and takes no row from then on (weight 0)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if floor <= 0:
+    if np.any(np.asarray(floor) <= 0):
         raise ValueError(f"floor must be > 0, got {floor}")
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
+    if np.ndim(floor) and np.shape(floor) != (p,):
+        raise ValueError(f"floor must be a number or one per column ({p},), got shape {np.shape(floor)}")
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
     means, variances = np.zeros((k, p)), np.ones((k, p))
@@ -277,10 +280,12 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
     raises the mean log-likelihood per row by less than it (EM run to convergence)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if floor <= 0:
+    if np.any(np.asarray(floor) <= 0):
         raise ValueError(f"floor must be > 0, got {floor}")
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
+    if np.ndim(floor) and np.shape(floor) != (p,):
+        raise ValueError(f"floor must be a number or one per column ({p},), got shape {np.shape(floor)}")
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
     means, chol = np.zeros((k, p)), np.broadcast_to(np.eye(p), (k, p, p)).copy()

@@ -231,3 +231,19 @@ def test_full_mixture_labels_are_its_argmax_and_it_keeps_an_empty_component_and_
         full_em(X, labels, 3, steps=0)
     with pytest.raises(ValueError, match="floor must be > 0"):
         full_em(X, labels, 3, floor=0.0)
+
+
+def test_the_diagonal_mixtures_variance_floor_may_be_given_per_column():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 100)
+    X = np.column_stack([rng.normal(size=200) * 0.05 + 3 * labels, rng.normal(size=200)])  # column 0: tight
+    _, one = diagonal_em(X, labels, 2, floor=0.1)
+    _, same = diagonal_em(X, labels, 2, floor=np.array([0.1, 0.1]))
+    np.testing.assert_array_equal(one.variances, same.variances)
+    _, per = diagonal_em(X, labels, 2, floor=np.array([0.001, 0.1]))
+    assert np.all(one.variances[:, 0] == 0.1) and np.all(per.variances[:, 0] < 0.01)  # the tight column's own
+    np.testing.assert_allclose(per.variances[:, 1], one.variances[:, 1])
+    with pytest.raises(ValueError, match="one per column"):
+        diagonal_em(X, labels, 2, floor=np.array([0.1, 0.1, 0.1]))
+    with pytest.raises(ValueError, match="floor must be > 0"):
+        diagonal_em(X, labels, 2, floor=np.array([0.1, 0.0]))
