@@ -654,3 +654,20 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
             ] == [False, True, "always"]
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
+
+
+def test_the_diagonal_floor_variants_floor_each_column_by_its_resolution_beyond_four_columns():
+    from benchmarks.choose_mixture_refinement import column_floors, variant_labels
+    from model.refinement import diagonal_em, full_em
+
+    rng = np.random.default_rng(4)
+    start = rng.integers(0, 3, 300)
+    X = np.column_stack([rng.normal(size=(300, 5)) + start[:, None], rng.integers(0, 2, 300)])  # 5 + a one-hot code
+    np.testing.assert_array_equal(column_floors(X), [0.01] * 5 + [0.1])
+    np.testing.assert_array_equal(variant_labels("own-full-p4-floor-fine", X, start, 3),
+                                  diagonal_em(X, start, 3, steps=3, floor=column_floors(X))[0])
+    np.testing.assert_array_equal(variant_labels("own-full-p4-floor-0.01", X, start, 3),
+                                  diagonal_em(X, start, 3, steps=3, floor=0.01)[0])
+    narrow = X[:, :3]  # today's full covariances up to 4 columns, whatever the variant
+    for name in ("own-full-p4-floor-fine", "own-full-p4-floor-0.01"):
+        np.testing.assert_array_equal(variant_labels(name, narrow, start, 3), full_em(narrow, start, 3)[0])
