@@ -38,10 +38,10 @@ The floor (``--variants`` / ``--baseline``; 0.1 capped tight clusters' likelihoo
         --out docs/results/choice-low-dim-floor-fresh
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
-difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
-standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
-the sets is chosen. ``--offset N`` draws the synthetic sets afresh to confirm a choice. Writes ``OUT.md`` and
-``OUT.csv`` (one row per table: each variant's ARI, K and milliseconds).
+difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
+variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
+qualify the one with the largest mean gain over the sets is chosen. ``--offset N`` draws the synthetic sets afresh
+to confirm a choice. Writes ``OUT.md`` and ``OUT.csv`` (one row per table: each variant's ARI, K and milliseconds).
 """
 
 from __future__ import annotations

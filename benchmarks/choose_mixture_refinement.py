@@ -92,11 +92,10 @@ VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS)
 def column_floors(X: np.ndarray) -> np.ndarray:
     """Per column of ``X``: ``model.low_dim.FINE_FLOOR`` where it has more than ``COARSE_LEVELS`` distinct values,
     else ``model.refinement.VARIANCE_FLOOR``."""
-    from model.low_dim import COARSE_LEVELS, FINE_FLOOR
+    from model.low_dim import FINE_FLOOR, fine_columns
     from model.refinement import VARIANCE_FLOOR
 
-    fine = np.array([len(np.unique(X[:, j])) > COARSE_LEVELS for j in range(X.shape[1])])
-    return np.where(fine, FINE_FLOOR, VARIANCE_FLOOR)
+    return np.where(fine_columns(X), FINE_FLOOR, VARIANCE_FLOOR)
 
 
 def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
@@ -108,8 +107,8 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
     if name in MIXTURES:
         return diagonal_em(X, candidate, k, **MIXTURES[name])[0]
     if name in DIAGONAL_FLOORS:
-        if p <= 4:
-            return full_em(X, candidate, k)[0]
+        if p <= FULL["own-full-p4"]:
+            return variant_labels("own-full-p4", X, candidate, k)
         floor = DIAGONAL_FLOORS[name]
         return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"],
                                                "floor": column_floors(X) if floor == "fine" else floor})[0]

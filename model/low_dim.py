@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.dequantize import MAX_LEVELS as COARSE_LEVELS  # a coarse column's most values (scores, counts)
 from model.refinement import FULL_COVARIANCE_MAX_WIDTH, VARIANCE_FLOOR, FullMixture, full_em
 
 #: EM steps at most, and the smallest gain in mean log-likelihood per row that continues them.
@@ -39,10 +40,8 @@ MAX_WIDTH = FULL_COVARIANCE_MAX_WIDTH
 #: resolution floor: mean log p(labelled K) -2.200 -> -2.140, fresh draw -2.236 -> -2.157 against 0.156; its 80 %
 #: sets hold the labelled K on 0.82 / 0.81 of the tables, the top choice, right on 0.32, is given 0.16).
 TEMPERATURE = 0.373
-#: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained, and the most distinct
-#: values a coarse column has (``model.dequantize.MAX_LEVELS``: ordinal scores, counts, one-hot codes).
+#: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained.
 FINE_FLOOR = 0.01
-COARSE_LEVELS = 20
 
 
 def log_likelihood(X: np.ndarray, mixture: FullMixture) -> float:
@@ -57,8 +56,12 @@ def resolution_floor(X: np.ndarray) -> float:
     column has more than :data:`COARSE_LEVELS` distinct values, else ``VARIANCE_FLOOR``. A floor of 0.1 caps the
     likelihood of clusters tighter than a third of a column's spread, so BIC merges them (eight clean blobs in 3
     columns came out K = 4-6); on a column of few levels a lower floor lets a component collapse onto one level."""
-    fine = all(len(np.unique(X[:, j])) > COARSE_LEVELS for j in range(X.shape[1]))
-    return FINE_FLOOR if fine else VARIANCE_FLOOR
+    return FINE_FLOOR if fine_columns(X).all() else VARIANCE_FLOOR
+
+
+def fine_columns(X: np.ndarray) -> np.ndarray:
+    """Per column of ``X`` (n, P): whether it has more than :data:`COARSE_LEVELS` distinct values."""
+    return np.array([len(np.unique(X[:, j])) > COARSE_LEVELS for j in range(X.shape[1])], dtype=bool)
 
 
 def n_parameters(k: int, p: int) -> int:

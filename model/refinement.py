@@ -280,12 +280,10 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
     raises the mean log-likelihood per row by less than it (EM run to convergence)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if np.any(np.asarray(floor) <= 0):
+    if floor <= 0:
         raise ValueError(f"floor must be > 0, got {floor}")
     X = np.asarray(X, dtype=np.float64)
     n, p = X.shape
-    if np.ndim(floor) and np.shape(floor) != (p,):
-        raise ValueError(f"floor must be a number or one per column ({p},), got shape {np.shape(floor)}")
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
     means, chol = np.zeros((k, p)), np.broadcast_to(np.eye(p), (k, p, p)).copy()
