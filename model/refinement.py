@@ -259,15 +259,20 @@ class FullMixture(_Mixture):
     log_weights: np.ndarray  # (K,), -inf for a component that takes no row
 
     def log_joint(self, X: np.ndarray) -> np.ndarray:
-        """(n, K): log p(row, component) up to a constant shared by the components."""
-        from scipy.linalg import solve_triangular
-
+        """(n, K): log p(row, component) up to a constant shared by the components (all components at once, through
+        the inverses of their Cholesky factors)."""
+        live = np.flatnonzero(np.isfinite(self.log_weights))
         out = np.full((X.shape[0], self.means.shape[0]), -np.inf)
-        for c in np.flatnonzero(np.isfinite(self.log_weights)):
-            z = solve_triangular(self.cholesky[c], (X - self.means[c]).T, lower=True, check_finite=False)
-            out[:, c] = (-0.5 * (z**2).sum(0) - np.log(np.diagonal(self.cholesky[c])).sum()
-                         + self.log_weights[c])
+        inverse = np.linalg.inv(self.cholesky[live])  # (L, P, P): L_c^-1, so z = L_c^-1 (x - mu_c)
+        z = _batched_rows(inverse, X[:, None, :] - self.means[live][None])
+        log_det = np.log(np.diagonal(self.cholesky[live], axis1=1, axis2=2)).sum(1)
+        out[:, live] = -0.5 * (z**2).sum(2) - log_det[None] + self.log_weights[live][None]
         return out
+
+
+def _batched_rows(matrices: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(n, L, P): per component c the rows ``rows[:, c]`` (n, L, P) multiplied by ``matrices[c]`` (L, P, P)."""
+    return np.matmul(matrices, rows.transpose(1, 2, 0)).transpose(2, 0, 1)
 
 
 def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_STEPS,
@@ -291,11 +296,13 @@ def full_em(X: np.ndarray, labels: np.ndarray, k: int, steps: int = DEFAULT_EM_S
     for _ in range(steps):
         mass = resp.sum(0)
         kept = mass > 1e-12
-        for c in np.flatnonzero(kept):
-            means[c] = resp[:, c] @ X / mass[c]
-            diff = X - means[c]
-            values, vectors = np.linalg.eigh((resp[:, c, None] * diff).T @ diff / mass[c])
-            chol[c] = np.linalg.cholesky((vectors * np.maximum(values, floor)) @ vectors.T)
+        live = np.flatnonzero(kept)
+        means[live] = resp[:, live].T @ X / mass[live, None]
+        diff = (X[:, None, :] - means[live][None]).transpose(1, 0, 2)  # (L, n, P)
+        scatter = np.matmul((resp[:, live].T[:, :, None] * diff).transpose(0, 2, 1), diff) / mass[live, None, None]
+        values, vectors = np.linalg.eigh(scatter)
+        chol[live] = np.linalg.cholesky(np.matmul(vectors * np.maximum(values, floor)[:, None, :],
+                                                  vectors.transpose(0, 2, 1)))
         log_weights = np.full(k, -np.inf)
         log_weights[kept] = np.log(mass[kept] / n)
         model = FullMixture(means.copy(), chol.copy(), log_weights)

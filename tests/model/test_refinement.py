@@ -247,3 +247,32 @@ def test_the_diagonal_mixtures_variance_floor_may_be_given_per_column():
         diagonal_em(X, labels, 2, floor=np.array([0.1, 0.1, 0.1]))
     with pytest.raises(ValueError, match="floor must be > 0"):
         diagonal_em(X, labels, 2, floor=np.array([0.1, 0.0]))
+
+
+def test_full_mixture_step_is_each_clusters_mean_and_floored_covariance_and_its_log_joint_their_gaussians():
+    """All components at once (batched) compute what one component at a time would: a hard partition's first step
+    gives each cluster its mean and its covariance with the eigenvalues floored, an empty cluster weight 0, and
+    ``log_joint`` each live component's Gaussian log-density plus its log weight (up to one shared constant)."""
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3)) @ rng.normal(size=(3, 3))
+    X[:, 2] = 0.3 * rng.normal(size=len(X))  # variance 0.09: the floor binds in that direction
+    labels = rng.integers(0, 3, len(X))  # components 0-2 hold rows, component 3 starts and stays empty
+    floor = 0.2
+    _, mixture = full_em(X, labels, 4, steps=1, floor=floor)
+    assert mixture.log_weights[3] == -np.inf
+    want = np.empty((len(X), 3))
+    for c in range(3):
+        rows = X[labels == c]
+        np.testing.assert_allclose(mixture.means[c], rows.mean(0), atol=1e-12)
+        values, vectors = np.linalg.eigh(np.cov(rows.T, bias=True))
+        assert values.min() < floor
+        cov = (vectors * np.maximum(values, floor)) @ vectors.T
+        np.testing.assert_allclose(mixture.cholesky[c] @ mixture.cholesky[c].T, cov, atol=1e-10)
+        np.testing.assert_allclose(mixture.log_weights[c], np.log(len(rows) / len(X)), atol=1e-12)
+        want[:, c] = multivariate_normal(rows.mean(0), cov).logpdf(X) + mixture.log_weights[c]
+    got = mixture.log_joint(X)
+    assert np.all(got[:, 3] == -np.inf)
+    shift = got[:, :3] - want  # the constant log_joint leaves out: P/2 log(2 pi)
+    np.testing.assert_allclose(shift, 1.5 * np.log(2.0 * np.pi), atol=1e-9)
