@@ -21,7 +21,10 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones;
 - ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine`` and
   ``bic-net-kmeans-floor-fine``: down to 0.01 only where every design column has many values
-  (:func:`model.low_dim.resolution_floor`).
+  (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
+- ``bic-net-floor-fine-w6``, ``bic-net-floor-fine-w8``: the shipped path on designs of up to 6 or 8 columns too,
+  today's answer (the diagonal mixture at the ranker's K) on wider ones; ``-w6-fine``, ``-w8-fine``: beyond 4
+  columns only where every design column has many values (no one-hot codes, no column of few levels).
 
 The ``mid-d`` set (200 tables of the prior with 4-6 columns; added 2026-11-30, with the ``-w`` variants, after the
 first choice, ``bic-net`` on up to 4 columns, lost at D = 4 in the test regime ``regime-cluster-pfn.md``) holds the
@@ -36,6 +39,16 @@ The floor (``--variants`` / ``--baseline``; 0.1 capped tight clusters' likelihoo
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         shapes --offset 2000 --variants bic-net bic-net-floor-fine --baseline bic-net \
         --out docs/results/choice-low-dim-floor-fresh
+
+Wider designs (the shipped path, ``bic-net-floor-fine``, as the baseline; ``-w6-fine`` was proposed after ``-w6``
+lost on low-d tables, whose designs of 5-6 columns are one-hot codes, so it is confirmed on a fresh draw):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --variants bic-net-floor-fine \
+        bic-net-floor-fine-w6 bic-net-floor-fine-w6-fine bic-net-floor-fine-w8-fine --baseline bic-net-floor-fine \
+        --out docs/results/choice-low-dim-wide
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes --offset 3000 --variants bic-net-floor-fine bic-net-floor-fine-w6-fine --baseline bic-net-floor-fine \
+        --out docs/results/choice-low-dim-wide-fresh
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
@@ -69,9 +82,14 @@ BIC_VARIANTS = {
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
+#: variant -> (the widest design it takes the shipped BIC path (``bic-net-floor-fine``) on, beyond
+#: ``FULL_COVARIANCE_MAX_WIDTH``; whether designs wider than that must have only fine-grained columns,
+#: :func:`model.low_dim.fine_columns`); other designs keep today's answer (the diagonal mixture at the ranker's K)
+WIDE_VARIANTS = {"bic-net-floor-fine-w6": (6, False), "bic-net-floor-fine-w8": (8, False),
+                 "bic-net-floor-fine-w6-fine": (6, True), "bic-net-floor-fine-w8-fine": (8, True)}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
-ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS)
+ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
          "shapes": 54}
@@ -96,6 +114,10 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return converged_em(X, candidates[k - 2], k)[0], k
     if name in WIDTH_VARIANTS:
         return variant_answer("bic-net" if X.shape[1] <= WIDTH_VARIANTS[name] else BASELINE, X, candidates, k_hi, k)
+    if name in WIDE_VARIANTS:
+        if not wide_takes(name, X):
+            raise ValueError(f"{name} does not take a design of {X.shape[1]} columns like this one")
+        return variant_answer("bic-net-floor-fine", X, candidates, k_hi, k)
     if name in BIC_VARIANTS:
         kinds, floor = BIC_VARIANTS[name]
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + ([kmeans_start(X, kk)] if "kmeans" in kinds
@@ -103,6 +125,16 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor)
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
+
+
+def wide_takes(name: str, X: np.ndarray) -> bool:
+    """Whether the wide variant ``name`` takes the BIC path on the design rows ``X`` (n, P)."""
+    from model.low_dim import fine_columns
+    from model.refinement import FULL_COVARIANCE_MAX_WIDTH
+
+    widest, fine_only = WIDE_VARIANTS[name]
+    p = X.shape[1]
+    return p <= FULL_COVARIANCE_MAX_WIDTH or (p <= widest and (not fine_only or bool(fine_columns(X).all())))
 
 
 def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[dict]:
@@ -116,11 +148,12 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
     for name, y, table, k in ranked_tables(*where):
         X, width = table.X, table.X.shape[1]
         row = {"set": args[1], "table": name, "K": int(len(np.unique(y))), "width": width}
-        few = width <= FULL_COVARIANCE_MAX_WIDTH  # else every variant keeps today's answer
+        few = width <= FULL_COVARIANCE_MAX_WIDTH  # else a variant keeps today's answer, unless a wide one takes it
         today = None if few else mixture_refinement(X, table.candidates[k - 2], k, table.mixtures[k - 2])[0]
         for v in variants:
             t0 = time.perf_counter()
-            labels, kv = variant_answer(v, X, table.candidates, table.k_hi, k) if few else (today, k)
+            own = few or (v in WIDE_VARIANTS and wide_takes(v, X))
+            labels, kv = variant_answer(v, X, table.candidates, table.k_hi, k) if own else (today, k)
             row[v + "_ms"] = 1e3 * (time.perf_counter() - t0)
             row[v], row[v + "_k"] = float(adjusted_rand_score(y, labels)), int(kv)
         rows.append(row)
@@ -144,13 +177,14 @@ def main(argv=None) -> None:
     variants, baseline = list(args.variants), args.baseline
     lines, diffs = table(df, variants, baseline)
     chosen, verdicts = verdict(diffs, baseline)
-    few = df[df["width"] <= FULL_COVARIANCE_MAX_WIDTH]
-    counts = ", ".join(f"{s} {int((part['width'] <= FULL_COVARIANCE_MAX_WIDTH).sum())} of {len(part)}"
+    widest = max([FULL_COVARIANCE_MAX_WIDTH, *(WIDE_VARIANTS[v][0] for v in variants if v in WIDE_VARIANTS)])
+    few = df[df["width"] <= widest]
+    counts = ", ".join(f"{s} {int((part['width'] <= widest).sum())} of {len(part)}"
                        for s, part in df.groupby("set", sort=False))
     times = ", ".join(f"`{v}` {few[v + '_ms'].median():.1f}" for v in variants) if len(few) else "none"
     out = ["# K and the partition of tables of few columns (development sets)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
-           f"Tables of at most {FULL_COVARIANCE_MAX_WIDTH} design columns (the variants differ only there): "
+           f"Tables of at most {widest} design columns (the variants differ only there): "
            f"{counts}.", "",
            f"Median time of the variant's step on those tables (ms): {times}.", "",
            "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "

@@ -375,6 +375,27 @@ def test_choose_low_dim_width_variants_take_the_bic_path_only_up_to_their_width(
             np.testing.assert_array_equal(labels, want[0])
 
 
+def test_choose_low_dim_wide_variants_take_the_shipped_path_on_designs_up_to_their_width_and_fine_rule():
+    from benchmarks.choose_low_dim import WIDE_VARIANTS, variant_answer, wide_takes
+
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2], 100)
+    candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])
+    fine = {p: rng.normal(size=(300, p)) * 0.5 + 4.0 * np.eye(3, p)[y] for p in (4, 6, 7, 8, 9)}
+    coded = np.column_stack([fine[4], y == 0, rng.normal(size=300)])  # 6 columns, one a 0/1 code
+    assert WIDE_VARIANTS["bic-net-floor-fine-w6-fine"] == (6, True)
+    for name, (widest, fine_only) in WIDE_VARIANTS.items():
+        for p, X in fine.items():
+            assert wide_takes(name, X) == (p <= widest)
+        assert wide_takes(name, coded) == (not fine_only)
+        labels, k = variant_answer(name, fine[6], candidates, 6, 2)
+        want = variant_answer("bic-net-floor-fine", fine[6], candidates, 6, 2)
+        assert k == want[1] == 3
+        np.testing.assert_array_equal(labels, want[0])
+        with pytest.raises(ValueError, match="does not take a design of 9 columns"):
+            variant_answer(name, fine[9], candidates, 6, 2)
+
+
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
     from benchmarks.choose_screening import VARIANTS, main
 
