@@ -51,6 +51,9 @@ SETS = ("prior", "noisy", "one-informative", "coarse", "skewed", "low-d", "dev",
 #: Sets of the paper's prior at a few columns (their D range): ``low-d`` is one of SETS; ``mid-d`` (added
 #: 2026-11-30, for the width of the BIC path, ``benchmarks/choose_low_dim.py``) only where a benchmark asks for it.
 FEW_COLUMNS = {"low-d": (2, 3), "mid-d": (4, 6)}
+#: ``coarse-low-d`` (added 2026-12-03, for the BIC path on columns of few levels, ``benchmarks/choose_low_dim.py``):
+#: the ``coarse`` prior at 2-4 columns, the tables the BIC path serves; only where a benchmark asks for it.
+COARSE_FEW_COLUMNS = {"coarse-low-d": (2, 4)}
 #: ``cat-noise`` (added 2026-12-02, for the screening of categorical columns,
 #: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-3 categorical columns beside them that
 #: are independent of everything (2-6 levels, Dirichlet(1) frequencies), as a code or a region often is in a real
@@ -86,12 +89,18 @@ def tables(which: str, n_tasks: int, offset: int = 0):
 
         yield from shape_frames(n_tasks, offset)
         return
-    if which not in SETS and which not in FEW_COLUMNS and which != CATEGORICAL_NOISE:
-        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, {CATEGORICAL_NOISE}")
+    if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
+            and which != CATEGORICAL_NOISE:
+        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, coarse-low-d, "
+                         f"{CATEGORICAL_NOISE}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
-    prior = (dataclasses.replace(base, n_features=FEW_COLUMNS[which]) if which in FEW_COLUMNS
-             else base if which == CATEGORICAL_NOISE else prior_variant(base, which))
+    if which in FEW_COLUMNS:
+        prior = dataclasses.replace(base, n_features=FEW_COLUMNS[which])
+    elif which in COARSE_FEW_COLUMNS:
+        prior = dataclasses.replace(prior_variant(base, "coarse"), n_features=COARSE_FEW_COLUMNS[which])
+    else:
+        prior = base if which == CATEGORICAL_NOISE else prior_variant(base, which)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
         frame = prior_frame(task.X, task.categorical)

@@ -162,19 +162,21 @@ def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, st
 
 
 def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None,
-                           parents: tuple[argparse.ArgumentParser, ...] = (), passed=None
-                           ) -> tuple[argparse.Namespace, pd.DataFrame]:
+                           parents: tuple[argparse.ArgumentParser, ...] = (), passed=None,
+                           default_sets: list[str] | None = None) -> tuple[argparse.Namespace, pd.DataFrame]:
     """The command line those choices share (``--checkpoint``, ``--set``, ``--tasks``, ``--workers``, ``--offset``,
     ``--out``, default ``out``) parsed from ``argv``, and the rows of ``work`` over the sets asked for
     (:func:`rows_per_set`, the offset passed on); ``sizes``: the sets and their sizes (default
-    :data:`ESTIMATOR_SET_SIZES`); ``parents``: parsers of the caller's own options (``add_help=False``), listed
-    in ``--help`` and parsed with the rest; ``passed(args)``: a tuple passed on to ``work`` after the offset."""
+    :data:`ESTIMATOR_SET_SIZES`); ``default_sets``: those ``--set`` defaults to (default: all of them);
+    ``parents``: parsers of the caller's own options (``add_help=False``), listed in ``--help`` and parsed with the
+    rest; ``passed(args)``: a tuple passed on to ``work`` after the offset."""
     from model.estimator import default_checkpoint_path
 
     sizes = ESTIMATOR_SET_SIZES if sizes is None else sizes
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], parents=list(parents))
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
-    ap.add_argument("--set", nargs="+", default=list(sizes), choices=list(sizes), help="default: all of them")
+    ap.add_argument("--set", nargs="+", default=list(default_sets or sizes), choices=list(sizes),
+                    help="default: " + ("all of them" if default_sets is None else " ".join(default_sets)))
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--offset", type=int, default=0,

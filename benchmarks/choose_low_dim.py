@@ -22,6 +22,8 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine`` and
   ``bic-net-kmeans-floor-fine``: down to 0.01 only where every design column has many values
   (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
+- ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``: the shipped path, but ``default`` (the ranker's K) on
+  designs with a column of at most 20 values (one-hot codes included), or of 3-20 values (codes not);
 - ``bic-net-floor-fine-w6``, ``bic-net-floor-fine-w8``: the shipped path on designs of up to 6 or 8 columns too,
   today's answer (the diagonal mixture at the ranker's K) on wider ones; ``-w6-fine``, ``-w8-fine``: beyond 4
   columns only where every design column has many values (no one-hot codes, no column of few levels).
@@ -49,6 +51,13 @@ lost on low-d tables, whose designs of 5-6 columns are one-hot codes, so it is c
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         shapes --offset 3000 --variants bic-net-floor-fine bic-net-floor-fine-w6-fine --baseline bic-net-floor-fine \
         --out docs/results/choice-low-dim-wide-fresh
+
+Designs with columns of few levels sent to the ranker's K instead (the ``coarse-low-d`` set, the coarse prior at 2-4
+columns, asked for by name):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-net-floor-fine bic-fine-else-ranker bic-else-ranker-on-levels \
+        --baseline bic-net-floor-fine --out docs/results/choice-low-dim-levels
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
@@ -87,12 +96,18 @@ WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
 #: :func:`model.low_dim.fine_columns`); other designs keep today's answer (the diagonal mixture at the ranker's K)
 WIDE_VARIANTS = {"bic-net-floor-fine-w6": (6, False), "bic-net-floor-fine-w8": (8, False),
                  "bic-net-floor-fine-w6-fine": (6, True), "bic-net-floor-fine-w8-fine": (8, True)}
+#: variant -> the columns that send a design of at most ``FULL_COVARIANCE_MAX_WIDTH`` columns to ``default`` (the
+#: ranker's K) instead of the shipped BIC path: "coarse", any of <= COARSE_LEVELS values (one-hot codes too);
+#: "levels", any of 3..COARSE_LEVELS values (ordinal levels, scores, counts; not 0/1 codes)
+ROUTE_VARIANTS = {"bic-fine-else-ranker": "coarse", "bic-else-ranker-on-levels": "levels"}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
-ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS)
+ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
-         "shapes": 54}
+         "shapes": 54, "coarse-low-d": 200}
+#: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03, asked for by name)
+DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
 
 
 def kmeans_start(X: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
@@ -114,6 +129,8 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return converged_em(X, candidates[k - 2], k)[0], k
     if name in WIDTH_VARIANTS:
         return variant_answer("bic-net" if X.shape[1] <= WIDTH_VARIANTS[name] else BASELINE, X, candidates, k_hi, k)
+    if name in ROUTE_VARIANTS:
+        return variant_answer(BASELINE if routed_to_ranker(name, X) else "bic-net-floor-fine", X, candidates, k_hi, k)
     if name in WIDE_VARIANTS:
         if not wide_takes(name, X):
             raise ValueError(f"{name} does not take a design of {X.shape[1]} columns like this one")
@@ -125,6 +142,15 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor)
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
+
+
+def routed_to_ranker(name: str, X: np.ndarray) -> bool:
+    """Whether the route variant ``name`` sends the design rows ``X`` (n, P) to the ranker's K."""
+    from model.low_dim import COARSE_LEVELS
+
+    levels = np.array([len(np.unique(X[:, j])) for j in range(X.shape[1])])
+    low = 3 if ROUTE_VARIANTS[name] == "levels" else 1
+    return bool(((levels >= low) & (levels <= COARSE_LEVELS)).any())
 
 
 def wide_takes(name: str, X: np.ndarray) -> bool:
@@ -173,7 +199,8 @@ def main(argv=None) -> None:
     if (opts := own.parse_known_args(given)[0]).baseline not in opts.variants:
         own.error(f"--baseline {opts.baseline} must be one of --variants")
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-low-dim", argv, sizes=SIZES,
-                                      parents=(own,), passed=lambda a: (tuple(a.variants),))
+                                      parents=(own,), passed=lambda a: (tuple(a.variants),),
+                                      default_sets=DEFAULT_SETS)
     variants, baseline = list(args.variants), args.baseline
     lines, diffs = table(df, variants, baseline)
     chosen, verdicts = verdict(diffs, baseline)

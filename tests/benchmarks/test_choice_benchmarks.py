@@ -348,11 +348,13 @@ def test_choose_low_dim_compares_the_variants_asked_for_against_the_baseline_nam
 
 
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():
-    from benchmarks.choose_checkpoint import FEW_COLUMNS, tables
+    from benchmarks.choose_checkpoint import COARSE_FEW_COLUMNS, FEW_COLUMNS, tables
 
-    for which, (lo, hi) in FEW_COLUMNS.items():
+    for which, (lo, hi) in {**FEW_COLUMNS, **COARSE_FEW_COLUMNS}.items():
         frames = [frame for _, frame, _ in tables(which, 6)]
         assert all(lo <= frame.shape[1] <= hi for frame in frames)
+    coarse = [frame for _, frame, _ in tables("coarse-low-d", 6)]  # the coarse prior: some columns of few levels
+    assert any(frame[c].nunique() <= 20 for frame in coarse for c in frame.columns)
     assert {frame.shape[1] for _, frame, _ in tables("mid-d", 6)} != {6}  # the range, not its end
     with pytest.raises(ValueError, match="unknown set 'wide'"):
         next(tables("wide", 1))
@@ -394,6 +396,26 @@ def test_choose_low_dim_wide_variants_take_the_shipped_path_on_designs_up_to_the
         np.testing.assert_array_equal(labels, want[0])
         with pytest.raises(ValueError, match="does not take a design of 9 columns"):
             variant_answer(name, fine[9], candidates, 6, 2)
+
+
+def test_choose_low_dim_route_variants_send_designs_with_few_level_columns_to_the_rankers_k():
+    from benchmarks.choose_low_dim import DEFAULT_SETS, SIZES, routed_to_ranker, variant_answer
+
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1, 2], 100)
+    X = rng.normal(size=(300, 2)) * 0.5 + 4.0 * np.eye(3, 2)[y]
+    candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])
+    levels = np.column_stack([X, rng.integers(1, 6, 300)])  # a column of 5 levels
+    code = np.column_stack([X, y == 0])  # a 0/1 code
+    for design_rows, (by_coarse, by_levels) in ((X, (False, False)), (levels, (True, True)), (code, (True, False))):
+        assert routed_to_ranker("bic-fine-else-ranker", design_rows) == by_coarse
+        assert routed_to_ranker("bic-else-ranker-on-levels", design_rows) == by_levels
+        for name, routed in (("bic-fine-else-ranker", by_coarse), ("bic-else-ranker-on-levels", by_levels)):
+            labels, k = variant_answer(name, design_rows, candidates, 6, 2)
+            want = variant_answer("default" if routed else "bic-net-floor-fine", design_rows, candidates, 6, 2)
+            assert k == want[1]
+            np.testing.assert_array_equal(labels, want[0])
+    assert "coarse-low-d" in SIZES and "coarse-low-d" not in DEFAULT_SETS
 
 
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
