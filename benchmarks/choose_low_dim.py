@@ -22,8 +22,9 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine`` and
   ``bic-net-kmeans-floor-fine``: down to 0.01 only where every design column has many values
   (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
-- ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``: the shipped path, but ``default`` (the ranker's K) on
-  designs with a column of at most 20 values (one-hot codes included), or of 3-20 values (codes not);
+- ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
+  but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
+  values (codes not), or of 4-7 values (rating scales);
 - ``bic-net-floor-fine-w6``, ``bic-net-floor-fine-w8``: the shipped path on designs of up to 6 or 8 columns too,
   today's answer (the diagonal mixture at the ranker's K) on wider ones; ``-w6-fine``, ``-w8-fine``: beyond 4
   columns only where every design column has many values (no one-hot codes, no column of few levels).
@@ -58,6 +59,15 @@ columns, asked for by name):
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         dev shapes coarse-low-d --variants bic-net-floor-fine bic-fine-else-ranker bic-else-ranker-on-levels \
         --baseline bic-net-floor-fine --out docs/results/choice-low-dim-levels
+
+Rating scales alone (``-4-7-levels``, proposed after the two above; confirmed on a fresh draw or not shipped):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-net-floor-fine bic-else-ranker-on-4-7-levels \
+        --baseline bic-net-floor-fine --out docs/results/choice-low-dim-likert
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 4000 --variants bic-net-floor-fine bic-else-ranker-on-4-7-levels \
+        --baseline bic-net-floor-fine --out docs/results/choice-low-dim-likert-fresh
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
@@ -96,10 +106,12 @@ WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
 #: :func:`model.low_dim.fine_columns`); other designs keep today's answer (the diagonal mixture at the ranker's K)
 WIDE_VARIANTS = {"bic-net-floor-fine-w6": (6, False), "bic-net-floor-fine-w8": (8, False),
                  "bic-net-floor-fine-w6-fine": (6, True), "bic-net-floor-fine-w8-fine": (8, True)}
-#: variant -> the columns that send a design of at most ``FULL_COVARIANCE_MAX_WIDTH`` columns to ``default`` (the
-#: ranker's K) instead of the shipped BIC path: "coarse", any of <= COARSE_LEVELS values (one-hot codes too);
-#: "levels", any of 3..COARSE_LEVELS values (ordinal levels, scores, counts; not 0/1 codes)
-ROUTE_VARIANTS = {"bic-fine-else-ranker": "coarse", "bic-else-ranker-on-levels": "levels"}
+#: variant -> the distinct values (lo, hi) of a column that sends a design of at most ``FULL_COVARIANCE_MAX_WIDTH``
+#: columns to ``default`` (the ranker's K) instead of the shipped BIC path: any of <= COARSE_LEVELS (20) values
+#: (one-hot codes too); 3..20 (ordinal levels, scores, counts; not 0/1 codes); 4..7 (rating scales: proposed
+#: after the first two, where the gain of the first sat on such columns)
+ROUTE_VARIANTS = {"bic-fine-else-ranker": (1, 20), "bic-else-ranker-on-levels": (3, 20),
+                  "bic-else-ranker-on-4-7-levels": (4, 7)}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
 ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS)
@@ -146,11 +158,9 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
 
 def routed_to_ranker(name: str, X: np.ndarray) -> bool:
     """Whether the route variant ``name`` sends the design rows ``X`` (n, P) to the ranker's K."""
-    from model.low_dim import COARSE_LEVELS
-
+    lo, hi = ROUTE_VARIANTS[name]
     levels = np.array([len(np.unique(X[:, j])) for j in range(X.shape[1])])
-    low = 3 if ROUTE_VARIANTS[name] == "levels" else 1
-    return bool(((levels >= low) & (levels <= COARSE_LEVELS)).any())
+    return bool(((levels >= lo) & (levels <= hi)).any())
 
 
 def wide_takes(name: str, X: np.ndarray) -> bool:

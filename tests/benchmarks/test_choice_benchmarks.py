@@ -416,6 +416,9 @@ def test_choose_low_dim_route_variants_send_designs_with_few_level_columns_to_th
             assert k == want[1]
             np.testing.assert_array_equal(labels, want[0])
     assert "coarse-low-d" in SIZES and "coarse-low-d" not in DEFAULT_SETS
+    for values, routed in ((3, False), (4, True), (7, True), (8, False)):  # rating scales only
+        column = np.column_stack([X, rng.integers(0, values, 300)])
+        assert routed_to_ranker("bic-else-ranker-on-4-7-levels", column) == routed
 
 
 def test_choose_screening_fits_each_variant_only_where_it_drops_a_column(tmp_path):
