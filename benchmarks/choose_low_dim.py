@@ -19,9 +19,9 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-kmeans-floor-0.01``: the same with covariance eigenvalues down to 0.01 (0.1 elsewhere);
 - ``bic-kmeans``: from the k-means++ partition only (scikit-learn's GMM-BIC in this EM): what the network adds;
 - ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones;
-- ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine`` and
-  ``bic-net-kmeans-floor-fine``: down to 0.01 only where every design column has many values
-  (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
+- ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine``,
+  ``bic-net-kmeans-floor-fine`` and ``bic-kmeans-floor-fine``: down to 0.01 only where every design column has many
+  values (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
 - ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
   but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
   values (codes not), or of 4-7 values (rating scales);
@@ -69,6 +69,12 @@ Rating scales alone (``-4-7-levels``, proposed after the two above; confirmed on
         shapes coarse-low-d --offset 4000 --variants bic-net-floor-fine bic-else-ranker-on-4-7-levels \
         --baseline bic-net-floor-fine --out docs/results/choice-low-dim-likert-fresh
 
+k-means++ starts in place of the network's (what skipping the network on these tables would give):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-net-floor-fine bic-kmeans-floor-fine --baseline bic-net-floor-fine \
+        --out docs/results/choice-low-dim-kmeans-starts
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -98,6 +104,7 @@ BIC_VARIANTS = {
     "bic-net-floor-0.01": (("net",), 0.01),
     "bic-net-floor-fine": (("net",), "fine"),
     "bic-net-kmeans-floor-fine": (("net", "kmeans"), "fine"),
+    "bic-kmeans-floor-fine": (("kmeans",), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
