@@ -74,6 +74,9 @@ k-means++ starts in place of the network's (what skipping the network on these t
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         dev shapes coarse-low-d --variants bic-net-floor-fine bic-kmeans-floor-fine --baseline bic-net-floor-fine \
         --out docs/results/choice-low-dim-kmeans-starts
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 5000 --variants bic-net-floor-fine bic-kmeans-floor-fine \
+        --baseline bic-net-floor-fine --out docs/results/choice-low-dim-kmeans-starts-fresh
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
