@@ -168,8 +168,10 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
 
 def routed_to_ranker(name: str, X: np.ndarray) -> bool:
     """Whether the route variant ``name`` sends the design rows ``X`` (n, P) to the ranker's K."""
+    from model.low_dim import column_levels
+
     lo, hi = ROUTE_VARIANTS[name]
-    levels = np.array([len(np.unique(X[:, j])) for j in range(X.shape[1])])
+    levels = column_levels(X)
     return bool(((levels >= lo) & (levels <= hi)).any())
 
 

@@ -59,9 +59,14 @@ def resolution_floor(X: np.ndarray) -> float:
     return FINE_FLOOR if fine_columns(X).all() else VARIANCE_FLOOR
 
 
+def column_levels(X: np.ndarray) -> np.ndarray:
+    """Per column of ``X`` (n, P): its number of distinct values."""
+    return np.array([len(np.unique(X[:, j])) for j in range(X.shape[1])], dtype=np.int64)
+
+
 def fine_columns(X: np.ndarray) -> np.ndarray:
     """Per column of ``X`` (n, P): whether it has more than :data:`COARSE_LEVELS` distinct values."""
-    return np.array([len(np.unique(X[:, j])) > COARSE_LEVELS for j in range(X.shape[1])], dtype=bool)
+    return column_levels(X) > COARSE_LEVELS
 
 
 def n_parameters(k: int, p: int) -> int:
