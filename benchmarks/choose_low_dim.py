@@ -21,7 +21,9 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
 - ``bic-net-w2``, ``bic-net-w3``: ``bic-net`` on designs of at most 2 or 3 columns only, ``default`` on wider ones;
 - ``bic-net-floor-0.01``: ``bic-net`` with eigenvalues down to 0.01; ``bic-net-floor-fine``,
   ``bic-net-kmeans-floor-fine`` and ``bic-kmeans-floor-fine``: down to 0.01 only where every design column has many
-  values (:func:`model.low_dim.resolution_floor`; ``bic-net-floor-fine`` is the shipped path);
+  values (:func:`model.low_dim.resolution_floor`; ``bic-kmeans-floor-fine`` is the shipped path, which runs no
+  network; ``bic-net-floor-fine`` was until 2026-12-03); ``bic-kmeans3-floor-fine``: from three k-means++ partitions
+  (seeds 0-2), the likeliest converged mixture kept;
 - ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
   but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
   values (codes not), or of 4-7 values (rating scales);
@@ -78,6 +80,12 @@ k-means++ starts in place of the network's (what skipping the network on these t
         shapes coarse-low-d --offset 5000 --variants bic-net-floor-fine bic-kmeans-floor-fine \
         --baseline bic-net-floor-fine --out docs/results/choice-low-dim-kmeans-starts-fresh
 
+Three k-means++ starts per K against the shipped one:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-kmeans-floor-fine bic-kmeans3-floor-fine \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-kmeans3
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -98,7 +106,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 BASELINE = "default"
-#: variant -> (the starts: "net", "kmeans" or both; the eigenvalue floor, "fine": model.low_dim.resolution_floor)
+#: variant -> (the starts: "net", "kmeans" (one k-means++ partition), "kmeans3" (three, seeds 0-2; EM keeps the
+#: likeliest) or several; the eigenvalue floor, "fine": model.low_dim.resolution_floor)
 BIC_VARIANTS = {
     "bic-net": (("net",), 0.1),
     "bic-net-kmeans": (("net", "kmeans"), 0.1),
@@ -108,6 +117,7 @@ BIC_VARIANTS = {
     "bic-net-floor-fine": (("net",), "fine"),
     "bic-net-kmeans-floor-fine": (("net", "kmeans"), "fine"),
     "bic-kmeans-floor-fine": (("kmeans",), "fine"),
+    "bic-kmeans3-floor-fine": (("kmeans3",), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
@@ -132,17 +142,10 @@ SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low
 DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
 
 
-def kmeans_start(X: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
-    """A k-means++ partition (one initialisation, Lloyd to convergence), the start scikit-learn's mixtures use."""
-    from sklearn.cluster import KMeans
-
-    return KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(X)
-
-
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
     """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
     (K = 2..k_hi) and the ranker's ``k``."""
-    from model.low_dim import bic_choice, converged_em, resolution_floor
+    from model.low_dim import bic_choice, converged_em, kmeans_start, resolution_floor
     from model.refinement import full_em
 
     if name == BASELINE:
@@ -159,8 +162,9 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return variant_answer("bic-net-floor-fine", X, candidates, k_hi, k)
     if name in BIC_VARIANTS:
         kinds, floor = BIC_VARIANTS[name]
-        starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + ([kmeans_start(X, kk)] if "kmeans" in kinds
-                                                                         else []) for kk in range(2, k_hi + 1)}
+        seeds = (0,) if "kmeans" in kinds else (0, 1, 2) if "kmeans3" in kinds else ()
+        starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + [kmeans_start(X, kk, s) for s in seeds]
+                  for kk in range(2, k_hi + 1)}
         choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor)
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")

@@ -28,6 +28,7 @@ from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import choose as choose_low_dim
+from model.low_dim import kmeans_starts
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              expected_ari, resolve_k_selection, select_k)
@@ -163,9 +164,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         partition left components empty.
     probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
         Soft assignment of each row; column j is cluster j of ``labels_``.
-    k_posterior_ : dict[int, float]
-        Posterior probability of each K = 2..K_max (sums to 1; the average over the orderings); computed even
-        when ``n_clusters`` is given.
+    k_posterior_ : dict[int, float] or None
+        CIN's posterior probability of each K = 2..K_max (sums to 1; the average over the orderings); computed
+        even when ``n_clusters`` is given. None where BIC chose K without running the network (``k_selection_ =
+        "bic"``: designs of at most 4 columns with the defaults; ``k_probabilities_`` then holds BIC's).
     k_probabilities_ : dict[int, float] or None
         Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
         number of groups (0 where not admissible; its argmax is ``n_clusters_`` unless ``allow_single_cluster``
@@ -188,7 +190,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         that of one Gaussian with its covariance, in standard deviations of the latter (:mod:`model.structure`;
         strongly negative: cluster structure, near 0 or above: consistent with one mode). NaN otherwise.
     n_estimators_ : int
-        Column orderings used (``n_estimators``, or all D! orderings of a table with fewer).
+        Column orderings used (``n_estimators``, or all D! orderings of a table with fewer; 0 where the network
+        was not run, as ``k_posterior_`` None).
     context_indices_ : ndarray of int64
         Rows of ``X`` used as the context (all rows when n_samples <= n_context).
     preprocessor_ : TablePreprocessor
@@ -254,6 +257,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always" held on a fresh draw), not a
     #: parameter.
     _screen_categorical = False
+    #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
+    #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
+    #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
+    #: ``docs/results/choice-low-dim-kmeans-starts*.md``); the time it saves: ``benchmarks/bench_low_dim_starts.py``.
+    _low_dim_starts = "kmeans"
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -388,27 +396,34 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         """Cluster the preprocessed table ``Z`` (its context rows ``ctx``): every fitted attribute but the
         preprocessor's and the checkpoint's."""
         n, n_ctx, k_max = Z.shape[0], len(ctx), net.cfg.k_max
-        self._orders = column_orderings(Z.shape[1], self.n_estimators)  # kept for predict
-        context = net.open_context(Z[ctx], cat_mask, self._orders)
-        member_probs, member_posteriors = context.probs, context.posterior
-        probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
         k_hi = min(k_cap, n_ctx - 1)
-        candidates, refined = None, [None] * len(posterior)
         test_structure = self.n_clusters is None and self.allow_single_cluster
         refined_candidates = self.refine in REFINED_CANDIDATES
         if refined_candidates or test_structure:  # the context in the design space (categorical codes one-hot)
             self._widths = one_hot_widths(Z, cat_mask)
             rows = design(Z[ctx], cat_mask, self._widths)
-        if refined_candidates:
+        # K by BIC of full-covariance mixtures (model.low_dim) on tables of few design columns; started from
+        # k-means++ partitions there, the network is not run at all
+        bic_path = (self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
+                    and rows.shape[1] <= LOW_DIM_MAX_WIDTH)
+        if bic_path and self._low_dim_starts == "kmeans":
+            self._orders, context, posterior, perms = [], None, None, None
+            candidates, refined = kmeans_starts(rows, k_hi), None
+        else:
+            self._orders = column_orderings(Z.shape[1], self.n_estimators)  # kept for predict
+            context = net.open_context(Z[ctx], cat_mask, self._orders)
+            member_probs, member_posteriors = context.probs, context.posterior
+            probs_all, posterior, perms = combine_members(member_probs, member_posteriors)
+            candidates, refined = None, [None] * len(posterior)
+        if refined_candidates and context is not None:
             if self.n_clusters is None:  # every candidate K the rule may choose
                 candidates, refined = refine_candidates(rows, probs_all, n_candidates=k_hi - 1)
             else:
                 candidates = probs_all.argmax(-1)
                 c = int(self.n_clusters) - 2
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
-        low_dim = None  # K by BIC of full-covariance mixtures (model.low_dim), on tables of few columns
-        if (self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
-                and rows.shape[1] <= LOW_DIM_MAX_WIDTH):
+        low_dim = None
+        if bic_path:
             rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
@@ -434,8 +449,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 if self._ranker_decision == "expected_ari":  # the Bayes choice for the ARI under them
                     k_auto = int(np.argmax(expected_ari(candidates[: k_hi - 1], k_probs[: k_hi - 1]))) + 2
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
-        self._perms = perms[:, k - 2, :k]  # member j's clusters at K onto member 0's, for the other rows
-        self._centroids: Centroids | DiagonalMixture | FullMixture | None = refined[k - 2]
+        # member j's clusters at K onto member 0's, for the other rows (None: no network, the mixture assigns them)
+        self._perms = None if perms is None else perms[:, k - 2, :k]
+        self._centroids: Centroids | DiagonalMixture | FullMixture | None = None if refined is None else refined[k - 2]
         if low_dim is not None:  # the mixture BIC chose
             self._centroids = low_dim.mixture
         elif self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture
@@ -446,7 +462,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)
             self.structure_score_ = structure_test(rows, two).z
             if self.structure_score_ > self.single_cluster_z:  # one mode: every row to the one mean
-                k, self._perms = 1, perms[:, 0, :1]
+                k, self._perms = 1, None if perms is None else perms[:, 0, :1]
                 self._centroids = Centroids(rows.mean(0, keepdims=True), max(float(rows.var(0).mean()), 1e-12))
         if self._centroids is not None:  # every row to the nearest refined mean, the context's as refined
             P = self._refined_proba(Z, cat_mask)
@@ -473,7 +489,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.probabilities_ = P[:, perm]
         self.n_clusters_ = k
         self.k_selection_ = "given" if self.n_clusters is not None else rule
-        self.k_posterior_ = {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)}
+        self.k_posterior_ = (None if posterior is None else
+                             {kk: float(p) for kk, p in zip(range(2, k_max + 1), posterior)})
         self.k_scores_ = {kk: float(v) for kk, v in zip(range(2, k_max + 1), scores)}
         self.k_probabilities_ = (None if k_probs is None else
                                  {kk: float(p) for kk, p in zip(range(2, k_max + 1), k_probs)})

@@ -2,10 +2,10 @@
 
 In two to four columns a mixture of full-covariance Gaussians is well determined by a few hundred rows, and EM run
 to convergence from a sensible start finds it; the network, trained over the prior's whole D range, is then
-the weaker judge of both K and the borders. Here each candidate K's mixture is run to convergence from the
-network's own (Lloyd-refined) partition at that K, its covariances' eigenvalues floored at 0.01 (z units) where
-every column is fine-grained and at 0.1 where one has few levels (:func:`resolution_floor`), and K is the one of
-lowest BIC. The mixture is
+the weaker judge of both K and the borders. Here each candidate K's mixture is run to convergence from a k-means++
+partition at that K (:func:`kmeans_starts`; the estimator does not run the network on such a table), its
+covariances' eigenvalues floored at 0.01 (z units) where every column is fine-grained and at 0.1 where one has few
+levels (:func:`resolution_floor`), and K is the one of lowest BIC. The mixture is
 :class:`model.refinement.FullMixture`, so rows new to the fit are assigned as ``refine="gmm"`` assigns them.
 The probabilities over K are a softmax of the per-row score -BIC / (2N) at :data:`TEMPERATURE` (at 1 / N it would
 be Schwarz's approximation to the posterior over K, far too sure where the clusters are not Gaussian: the
@@ -17,9 +17,12 @@ data by ``benchmarks/choose_low_dim.py`` (``docs/results/choice-low-dim*.md``) a
 k-means++'s, both) and covariance floors: the variant the first draw chose (both starts, eigenvalues down to 0.01)
 lost on the fresh draw's coarse tables (-0.0032 +- 0.0016); this one, the only other to qualify on both draws,
 gained on 2-3-column prior tables +0.040 +- 0.009 / +0.032 +- 0.008 and on cluster shapes +0.106 +- 0.028 /
-+0.049 +- 0.024 (first / fresh draw), and lost beyond one standard error on no set. The resolution floor, against
-0.1 everywhere (``choice-low-dim-floor*.md``): low-d +0.029 +- 0.005 / +0.033 +- 0.006, mid-d +0.006 +- 0.002 /
-+0.009 +- 0.003, shapes +0.041 +- 0.012 / +0.045 +- 0.017, no set lost; 0.01 everywhere lost on coarse tables."""
++0.049 +- 0.024 (first / fresh draw), and lost beyond one standard error on no set. Started from k-means++ partitions
+instead of the network's (Lloyd-refined) candidates it is within one standard error on every set on two draws
+(``choice-low-dim-kmeans-starts*.md``) and spares the network's forward passes (``bench-low-dim-starts.md``).
+The resolution floor, against 0.1 everywhere (``choice-low-dim-floor*.md``): low-d +0.029 +- 0.005 / +0.033 +-
+0.006, mid-d +0.006 +- 0.002 / +0.009 +- 0.003, shapes +0.041 +- 0.012 / +0.045 +- 0.017, no set lost; 0.01
+everywhere lost on coarse tables."""
 
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ MAX_WIDTH = FULL_COVARIANCE_MAX_WIDTH
 TEMPERATURE = 0.373
 #: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained.
 FINE_FLOOR = 0.01
+#: :func:`kmeans_starts`: the seed of its k-means++ initialisations (fixed: a table always gets the same starts).
+KMEANS_SEED = 0
 
 
 def log_likelihood(X: np.ndarray, mixture: FullMixture) -> float:
@@ -117,10 +122,30 @@ def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float 
     return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, k_probabilities(scores, temperature))
 
 
+def kmeans_start(X: np.ndarray, k: int, seed: int = KMEANS_SEED) -> np.ndarray:
+    """A k-means++ partition of the rows ``X`` into ``k`` (one initialisation seeded by ``seed``, Lloyd to
+    convergence; the start scikit-learn's mixtures use). Rows of fewer distinct values than ``k`` leave components
+    empty, which the mixture's EM then drops (:func:`model.refinement.full_em`), as it does the network's."""
+    import warnings
+
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():  # "fewer distinct points than clusters": expected on coarse columns
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(X).astype(np.int64)
+
+
+def kmeans_starts(X: np.ndarray, k_hi: int, seed: int = KMEANS_SEED) -> np.ndarray:
+    """:func:`kmeans_start` at each K = 2..``k_hi`` -> (k_hi - 1, n), K = 2.. in order."""
+    return np.stack([kmeans_start(X, k, seed) for k in range(2, k_hi + 1)])
+
+
 def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> BicChoice:
     """K in 2..``k_hi`` and the partition of the design rows ``X`` (n, P <= :data:`MAX_WIDTH`): per K the mixture
-    run to convergence from the network's candidate at that K (``candidates`` (K_max-1, n), K = 2.. in order), its
-    eigenvalues floored at :func:`resolution_floor`, then the K of lowest BIC (:func:`bic_choice`)."""
+    run to convergence from the candidate partition at that K (``candidates`` (>= k_hi - 1, n), K = 2.. in order:
+    :func:`kmeans_starts`, or the network's), its eigenvalues floored at :func:`resolution_floor`, then the K of
+    lowest BIC (:func:`bic_choice`)."""
     if X.shape[1] > MAX_WIDTH:
         raise ValueError(f"the BIC path serves designs of at most {MAX_WIDTH} columns, got {X.shape[1]}")
     return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}, floor=resolution_floor(X))

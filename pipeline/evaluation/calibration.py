@@ -105,7 +105,9 @@ def posterior_chunk(seeds: Sequence[int], checkpoint: str | None, seed: int = 0,
     from priors import sample_dataset
 
     out = []
-    est = load_estimator(checkpoint, None, seed, n_estimators=n_estimators)
+    # K by expected ARI: the posterior is the network's whatever rule chooses K, and this rule runs the network on
+    # every table (the default's BIC path on designs of <= 4 columns does not, and reports no posterior)
+    est = load_estimator(checkpoint, None, seed, "expected_ari", n_estimators=n_estimators)
     for s in seeds:
         ds = sample_dataset(int(s), kind="gmm")
         frame = prior_frame(np.asarray(ds.X), ds.categorical)

@@ -69,7 +69,11 @@ def _check(estimator: TabClustPFN, frame: pd.DataFrame, kinds: list[str]) -> Non
     assert (1 if fitted.allow_single_cluster else 2) <= fitted.n_clusters_ <= n - 1
     if fitted.allow_single_cluster:  # tested: a score, +inf for rows that are all the same
         assert not np.isnan(fitted.structure_score_)
-    assert np.isfinite(list(fitted.k_posterior_.values())).all()
+    if fitted.k_posterior_ is None:  # BIC chose K without the network: its probabilities instead
+        assert fitted.k_selection_ == "bic" and fitted.n_estimators_ == 0
+        assert np.isfinite(list(fitted.k_probabilities_.values())).all()
+    else:
+        assert np.isfinite(list(fitted.k_posterior_.values())).all()
 
 
 def _frame(**columns) -> pd.DataFrame:

@@ -96,10 +96,11 @@ def test_one_ordering_is_the_single_pass(tiny_checkpoint):
 
 
 def test_the_posterior_is_the_average_over_the_orderings(tiny_checkpoint):
-    X = _blobs(d=4)
-    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=3).fit(X)
+    X = _blobs(d=4)  # K by expected ARI: with "auto" the network is not run on a 4-column table (model.low_dim)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=3, k_selection="expected_ari").fit(X)
     assert est.n_estimators_ == 3
-    singles = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1).fit(X[:, order]).k_posterior_
+    singles = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1, k_selection="expected_ari")
+               .fit(X[:, order]).k_posterior_
                for order in column_orderings(4, 3)]
     for k in est.k_posterior_:
         assert est.k_posterior_[k] == pytest.approx(np.mean([s[k] for s in singles]), abs=1e-6)
@@ -108,9 +109,11 @@ def test_the_posterior_is_the_average_over_the_orderings(tiny_checkpoint):
 def test_all_orderings_make_the_posterior_independent_of_the_column_order(tiny_checkpoint):
     X = _blobs(d=3)
     shuffled = X[:, [2, 0, 1]]
-    one = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1).fit(t).k_posterior_ for t in (X, shuffled)]
+    one = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=1, k_selection="expected_ari").fit(t).k_posterior_
+           for t in (X, shuffled)]
     assert max(abs(one[0][k] - one[1][k]) for k in one[0]) > 1e-4  # the network alone depends on the order
-    every = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=6).fit(t).k_posterior_ for t in (X, shuffled)]
+    every = [TabClustPFN(checkpoint=tiny_checkpoint, n_estimators=6, k_selection="expected_ari").fit(t).k_posterior_
+             for t in (X, shuffled)]
     assert every[0] == pytest.approx(every[1], abs=1e-6)
 
 

@@ -44,7 +44,7 @@ def test_fit_sets_the_fitted_attributes(tiny_checkpoint):
 
 
 def test_k_posterior_covers_2_to_kmax_and_sums_to_one(tiny_checkpoint):
-    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs())
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(_blobs(d=6))  # wider than the BIC path's 4 columns
     assert sorted(est.k_posterior_) == list(range(2, K_MAX + 1))
     assert sum(est.k_posterior_.values()) == pytest.approx(1.0, abs=1e-9)
 
@@ -97,7 +97,7 @@ def test_a_chosen_k_whose_partition_leaves_a_component_empty_reports_the_cluster
 
 
 def test_given_n_clusters_is_used_and_the_posterior_is_still_computed(tiny_checkpoint):
-    X = _blobs()
+    X = _blobs(d=6)
     auto = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
     fixed = TabClustPFN(n_clusters=4, checkpoint=tiny_checkpoint).fit(X)
     assert fixed.n_clusters_ == 4 and fixed.probabilities_.shape == (len(X), 4)
@@ -262,6 +262,55 @@ def test_on_few_columns_k_and_the_partition_come_from_the_bic_of_full_covariance
     capped = TabClustPFN(checkpoint=tiny_checkpoint, max_clusters=2).fit(X)
     assert capped.k_selection_ == "bic" and capped.n_clusters_ == 2
     assert all(p == 0.0 for k, p in capped.k_probabilities_.items() if k > 2)
+
+
+def test_the_bic_path_runs_no_network_its_answer_is_the_same_under_other_weights(tiny_checkpoint, tmp_path):
+    """On the BIC path the mixtures start from k-means++ partitions: another network's weights change nothing,
+    no posterior of CIN is reported and no ordering is used; the mixture alone assigns new rows."""
+    from model.checkpoint import save_checkpoint
+    from tests.model.conftest import make_tiny_net
+
+    other = tmp_path / "other.pt"
+    save_checkpoint(other, make_tiny_net(seed=7), {"steps": 0, "note": "other random weights"})
+    X, _ = _tilted_table()
+    fits = [TabClustPFN(checkpoint=path).fit(X) for path in (tiny_checkpoint, str(other))]
+    for est in fits:
+        assert est.k_selection_ == "bic" and est.k_posterior_ is None and est.n_estimators_ == 0
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    np.testing.assert_array_equal(fits[0].probabilities_, fits[1].probabilities_)
+    assert fits[0].k_probabilities_ == fits[1].k_probabilities_
+    rng = np.random.default_rng(5)
+    new = X[:20] + 0.1 * rng.normal(size=(20, 2))
+    np.testing.assert_array_equal(fits[0].predict(new), fits[1].predict(new))
+    np.testing.assert_array_equal(fits[0].predict(X), fits[0].labels_)
+
+
+def test_the_bic_path_from_the_networks_candidates_still_reports_its_posterior(tiny_checkpoint):
+    """The design alternative the default replaced (``_low_dim_starts="network"``) runs the network: CIN's
+    posterior and the orderings are reported, and K still comes from BIC."""
+    X, y = _tilted_table()
+    est = TabClustPFN(checkpoint=tiny_checkpoint)
+    est._low_dim_starts = "network"
+    est.fit(X)
+    assert est.k_selection_ == "bic" and est.n_estimators_ > 0
+    assert sum(est.k_posterior_.values()) == pytest.approx(1.0)
+    assert adjusted_rand_score(y, est.labels_) > 0.9
+
+
+def test_kmeans_starts_are_seeded_k_means_partitions_at_every_k():
+    from model.low_dim import kmeans_starts
+
+    X, y = _tilted_table()
+    starts = kmeans_starts(X, 5)
+    assert starts.shape == (4, len(X)) and starts.dtype == np.int64
+    assert [len(np.unique(s)) for s in starts] == [2, 3, 4, 5]
+    np.testing.assert_array_equal(starts, kmeans_starts(X, 5))  # the same table, the same starts
+    coarse = np.repeat(np.arange(3.0), 20)[:, None]  # 3 distinct rows, 4 clusters asked: no warning, one empty
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(np.unique(kmeans_starts(coarse, 4)[2])) == 3
 
 
 @pytest.mark.parametrize("settings", [dict(n_clusters=3), dict(k_selection="expected_ari"), dict(refine="kmeans"),

@@ -156,12 +156,25 @@ def test_cluster_table_equals_a_fresh_estimator_with_the_same_seed(tmp_path, tin
     probs = out[[f"prob_{k}" for k in range(fresh.n_clusters_)]].to_numpy()
     np.testing.assert_allclose(probs, fresh.probabilities_, rtol=1e-5, atol=1e-6)
     assert row["n_clusters"] == fresh.n_clusters_
-    assert json.loads(row["k_posterior"]) == pytest.approx({str(k): v for k, v in fresh.k_posterior_.items()},
-                                                           abs=1e-6)
+    assert fresh.k_posterior_ is None and json.loads(row["k_posterior"]) == {}  # 3 columns: BIC, no network
     pd.testing.assert_frame_equal(out[list(df.columns)], pd.read_csv(path))  # input rows kept, label included
     from sklearn.metrics import adjusted_rand_score
 
     assert row["ari"] == pytest.approx(adjusted_rand_score(df["label"], fresh.labels_), abs=1e-6)
+
+
+def test_the_summary_carries_the_networks_posterior_over_k(tmp_path, tiny_checkpoint):
+    from model import TabClustPFN
+
+    rng = np.random.default_rng(3)  # 6 columns: wider than the BIC path, so the network runs
+    y = rng.integers(0, 3, 90)
+    df = pd.DataFrame(rng.normal(size=(90, 6)) + 4.0 * y[:, None]).add_prefix("x").assign(label=y)
+    path = tmp_path / "wide.csv"
+    df.to_csv(path, index=False)
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "wide", label_column="label")
+    fresh = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit(df.drop(columns="label"))
+    assert json.loads(row["k_posterior"]) == pytest.approx({str(k): v for k, v in fresh.k_posterior_.items()},
+                                                           abs=1e-6)
 
 
 def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpoint):
@@ -222,7 +235,8 @@ def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_c
     assert row["status"] == "ok" and row["k_probability"] is None  # K by a rule without probabilities
     est = load_estimator(tiny_checkpoint, None, 0)  # a table of few columns: the BIC path's probabilities
     row, _ = cluster_table(est, path, "t", label_column="label")
-    assert est.k_selection_ == "bic" and row["k_probability"] == pytest.approx(max(est.k_probabilities_.values()))
+    assert est.k_selection_ == "bic" and row["k_probability"] == pytest.approx(max(est.k_probabilities_.values()),
+                                                                                   abs=1e-6)  # 6 decimals
     if not default_checkpoint_path().is_file():
         pytest.skip("no shipped checkpoint in this checkout")
     est = load_estimator(None, None, 0)
