@@ -4,9 +4,10 @@ data and checked on a fresh draw of it.
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --out docs/results/bic-calibration
 
 On the tables of at most ``model.low_dim.MAX_WIDTH`` design columns of the development sets ``low-d`` (the paper's
-prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), each clustered as ``TabClustPFN`` does by
-default up to K (``pipeline.k_ranker_fit.table_candidates``), the BIC of every candidate K
-(:func:`model.low_dim.choose`). The probabilities over K are a softmax of the per-row score -BIC / (2N) at a
+prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), in ``TabClustPFN``'s design space
+(``pipeline.k_ranker_fit.table_candidates``), the BIC of every candidate K as the estimator's defaults compute it
+(:func:`model.low_dim.choose` from :func:`model.low_dim.kmeans_starts`; from the network's candidates until
+2026-12-03). The probabilities over K are a softmax of the per-row score -BIC / (2N) at a
 temperature (:func:`model.k_ranker.k_probabilities`; 1 / N is Schwarz's approximation to the posterior over K); the
 temperature that maximises the likelihood of the labelled K on the first draw (validation seeds from 0) is fitted
 (:func:`model.k_ranker.fit_temperature`) and reported beside today's (``model.low_dim.TEMPERATURE``) on that draw
@@ -36,7 +37,7 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
-    from model.low_dim import MAX_WIDTH, choose
+    from model.low_dim import MAX_WIDTH, choose, kmeans_starts
     from pipeline.k_ranker_fit import table_candidates
 
     torch.set_num_threads(1)
@@ -50,7 +51,7 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
             table = table_candidates(net, frame, len(y), stages=())
         if table.X.shape[1] > MAX_WIDTH:
             continue
-        choice = choose(table.X, table.candidates, table.k_hi)
+        choice = choose(table.X, kmeans_starts(table.X, table.k_hi), table.k_hi)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
         rows.append({"draw": offset, "set": which, "table": name, "K": int(len(np.unique(y))), "k": choice.k,
