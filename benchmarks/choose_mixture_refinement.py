@@ -44,6 +44,15 @@ The diagonal mixture's variance floor beyond 4 columns (``own-full-p4`` is today
 - ``own-full-p4-floor-0.01``: variances >= 0.01; ``own-full-p4-floor-fine``: >= 0.01 on columns of many values,
   0.1 on the others (:func:`column_floors`).
 
+A second start beyond 4 columns, the likelier mixture kept::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --set prior noisy one-informative \
+        coarse dev --variants own-full-p4 own-full-p4-kmeans-start --baseline own-full-p4 \
+        --out docs/results/choice-mixture-two-starts
+
+- ``own-full-p4-kmeans-start``: the diagonal mixture (3 EM steps) from the ranker's candidate and from a k-means++
+  partition at its K, the one of higher likelihood kept.
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -85,8 +94,11 @@ FULL_ROWS = {"own-full-rows-2": 2.0, "own-full-rows-10": 10.0}
 #: variant -> ``own-full-p4`` (today's) with the diagonal mixture's variance floor beyond 4 columns: 0.01 in every
 #: column, or per column (``fine``: 0.01 on a column of more than ``model.low_dim.COARSE_LEVELS`` values, else 0.1)
 DIAGONAL_FLOORS = {"own-full-p4-floor-0.01": 0.01, "own-full-p4-floor-fine": "fine"}
+#: variant -> ``own-full-p4`` (today's) but beyond 4 columns the diagonal mixture also started from a k-means++
+#: partition at the same K (:func:`model.low_dim.kmeans_start`), the likelier of the two kept
+TWO_STARTS = ("own-full-p4-kmeans-start",)
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
-VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS)
 
 
 def column_floors(X: np.ndarray) -> np.ndarray:
@@ -112,6 +124,13 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
         floor = DIAGONAL_FLOORS[name]
         return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"],
                                                "floor": column_floors(X) if floor == "fine" else floor})[0]
+    if name in TWO_STARTS:
+        if p <= FULL["own-full-p4"]:
+            return variant_labels("own-full-p4", X, candidate, k)
+        from model.low_dim import kmeans_start
+
+        fits = [diagonal_em(X, start, k, **MIXTURES["own-diagonal"]) for start in (candidate, kmeans_start(X, k))]
+        return max(fits, key=lambda fit: float(fit[1].posterior(X)[1].sum()))[0]
     if name in FULL or name in FULL_ROWS:
         full = (p <= FULL[name] if FULL.get(name) is not None else name in FULL or
                 n / k >= FULL_ROWS[name] * p * (p + 1) / 2)

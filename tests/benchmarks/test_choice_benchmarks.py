@@ -721,3 +721,24 @@ def test_the_diagonal_floor_variants_floor_each_column_by_its_resolution_beyond_
     narrow = X[:, :3]  # today's full covariances up to 4 columns, whatever the variant
     for name in ("own-full-p4-floor-fine", "own-full-p4-floor-0.01"):
         np.testing.assert_array_equal(variant_labels(name, narrow, start, 3), full_em(narrow, start, 3)[0])
+
+
+def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_columns():
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_mixture_refinement import variant_labels
+    from model.low_dim import kmeans_start
+    from model.refinement import diagonal_em, full_em
+
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 3, 300)
+    X = rng.normal(size=(300, 6)) + 3.0 * y[:, None]
+    poor = rng.integers(0, 3, 300)  # a start that knows nothing of the groups
+    fits = [diagonal_em(X, s, 3, steps=3, floor=0.1, shared=False) for s in (poor, kmeans_start(X, 3))]
+    ll = [float(f[1].posterior(X)[1].sum()) for f in fits]
+    assert ll[1] > ll[0]  # k-means++ finds the groups: the likelier fit, and the variant's answer
+    np.testing.assert_array_equal(variant_labels("own-full-p4-kmeans-start", X, poor, 3), fits[1][0])
+    assert adjusted_rand_score(y, variant_labels("own-full-p4-kmeans-start", X, y, 3)) > 0.99
+    narrow = X[:, :3]  # today's full covariances up to 4 columns
+    np.testing.assert_array_equal(variant_labels("own-full-p4-kmeans-start", narrow, poor, 3),
+                                  full_em(narrow, poor, 3)[0])
