@@ -178,7 +178,8 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     ----------
     estimator : TabClustPFN
         Refit on this table (``fit`` sets ``labels_``, ``n_clusters_``, ``probabilities_`` (N, K) and
-        ``k_posterior_``); reusing one instance keeps its loaded network, and ``fit`` is deterministic for a
+        ``k_posterior_``, None where BIC chose K without the network: the summary's ``k_posterior`` is then
+        ``{}``); reusing one instance keeps its loaded network, and ``fit`` is deterministic for a
         given ``random_state``, so the result equals that of a fresh estimator.
     path : Path
         CSV or Parquet file.
