@@ -742,3 +742,18 @@ def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_
     narrow = X[:, :3]  # today's full covariances up to 4 columns
     np.testing.assert_array_equal(variant_labels("own-full-p4-kmeans-start", narrow, poor, 3),
                                   full_em(narrow, poor, 3)[0])
+
+
+def test_choose_context_fits_every_context_size_on_the_same_tables_and_applies_the_cost_rule(tmp_path):
+    from benchmarks.choose_context import VARIANTS, main
+
+    out = tmp_path / "choice-context"
+    main(["--set", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 2 and set(df["set"]) == {"prior"} and (df["rows"] > 500).all()
+    for v in VARIANTS:  # a table of more rows than the context clusters that many and assigns the rest
+        assert (df[f"{v}_context"] == np.minimum(int(v), df["rows"])).all()
+        assert df[v].between(-1, 1).all() and (df[f"{v}_s"] > 0).all()
+    report = (tmp_path / "choice-context.md").read_text()
+    assert "| prior | 2 | 1000 |" in report and "| 500 | " in report.split("Fit time")[1]
+    assert "Chosen: " in report and "Command: `python benchmarks/choose_context.py --set prior" in report

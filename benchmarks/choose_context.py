@@ -1,0 +1,76 @@
+"""How many rows the estimator clusters as its context by default (``TabClustPFN(n_context=)``), judged for cost on
+development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_context.py --out docs/results/choice-context
+
+Past ``n_context`` rows the estimator clusters a random context of that many rows and assigns the others against
+it as non-context rows; the network's forward pass over the context is most of a fit's time on tables of more than
+4 design columns, so a smaller context is the obvious saving. Each table of the development sets of
+``benchmarks/choose_checkpoint.py`` (synthetic sets of N 500-1000, ``dev``, ``shapes``) is clustered by
+``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred, with a context of 1000 rows
+(today's default, the baseline), 750 and 500, in one process per worker with one torch thread (as
+``jobs/evaluate.py`` runs a method). Per set, each size against 1000 table by table: paired mean ARI difference +-
+standard error, tables better / worse, mean |K^ - K|; and each size's median seconds per table. The protocol's rule
+for a choice made for cost (docs/DESIGN.md): a cheaper setting qualifies when it loses beyond one standard error on
+no set, and the cheapest of those wins. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+BASELINE = "1000"
+VARIANTS = ("1000", "750", "500")
+
+
+def _estimator(variant: str, checkpoint: str):
+    from model.estimator import TabClustPFN
+
+    return TabClustPFN(checkpoint=checkpoint, random_state=0, n_context=int(variant))
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    from benchmarks.choose_k_rule import fit_each
+
+    return fit_each(_estimator, VARIANTS, *args, extra=lambda est: {"context": len(est.context_indices_)})
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, write_results
+    from pipeline.evaluation.protocol import cheapest_holding
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-context", argv)
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    cost = {v: float(df[f"{v}_s"].median()) for v in VARIANTS}
+    chosen, losses = cheapest_holding({v: diffs[v] for v in VARIANTS if v != BASELINE},
+                                      {"baseline": cost[BASELINE], **cost})
+    shorter = df[df["1000_context"] > 500]  # tables where a smaller context changes anything
+    times = ["| context rows | median s per table (all sets) | median s per table (tables of > 500 rows) | "
+             "vs 1000 (all sets) |", "|---|---|---|---|"]
+    times += [f"| {v} | {cost[v]:.3f} | {shorter[f'{v}_s'].median() if len(shorter) else float('nan'):.3f} | "
+              f"{cost[v] / cost[BASELINE]:.2f} |" for v in VARIANTS]
+    verdicts = [f"- {v} rows: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
+                f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[BASELINE]:.2f} of the baseline's time)"
+                for v in VARIANTS if v != BASELINE]
+    given = sys.argv[1:] if argv is None else list(argv)
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    out = [f"# Context rows per fit ({sets}, K inferred)", "",
+           *[line.replace("| rule |", "| context |") for line in lines], "",
+           f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
+           "once:", "", *times, "",
+           "Protocol (a choice for cost): a cheaper setting qualifies when it loses beyond one standard error on no "
+           "set; the cheapest of those wins.", "", *verdicts, "",
+           f"Chosen: {f'{chosen} rows' if chosen else f'none (the baseline, {BASELINE} rows, stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_context.py " + " ".join(given) + "`",
+           checkpoint_line(args.checkpoint), *machine_lines()]
+    write_results(args.out, df, out)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
