@@ -40,35 +40,16 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, write_results
-    from pipeline.evaluation.protocol import cheapest_holding
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
 
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-context", argv)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
-    cost = {v: float(df[f"{v}_s"].median()) for v in VARIANTS}
-    chosen, losses = cheapest_holding({v: diffs[v] for v in VARIANTS if v != BASELINE},
-                                      {"baseline": cost[BASELINE], **cost})
-    shorter = df[df["1000_context"] > 500]  # tables where a smaller context changes anything
-    times = ["| context rows | median s per table (all sets) | median s per table (tables of > 500 rows) | "
-             "vs 1000 (all sets) |", "|---|---|---|---|"]
-    times += [f"| {v} | {cost[v]:.3f} | {shorter[f'{v}_s'].median() if len(shorter) else float('nan'):.3f} | "
-              f"{cost[v] / cost[BASELINE]:.2f} |" for v in VARIANTS]
-    verdicts = [f"- {v} rows: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
-                f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[BASELINE]:.2f} of the baseline's time)"
-                for v in VARIANTS if v != BASELINE]
-    given = sys.argv[1:] if argv is None else list(argv)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Context rows per fit ({sets}, K inferred)", "",
-           *[line.replace("| rule |", "| context |") for line in lines], "",
-           f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
-           "once:", "", *times, "",
-           "Protocol (a choice for cost): a cheaper setting qualifies when it loses beyond one standard error on no "
-           "set; the cheapest of those wins.", "", *verdicts, "",
-           f"Chosen: {f'{chosen} rows' if chosen else f'none (the baseline, {BASELINE} rows, stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_context.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    # the second time column: the tables where a smaller context changes anything
+    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "context rows",
+                                           ("tables of > 500 rows", df["1000_context"] > 500), lambda v: f"{v} rows")
+    choice = f"Chosen: {f'{chosen} rows' if chosen else f'none (the baseline, {BASELINE} rows, stays)'}."
+    write_results(args.out, df, cost_report(args, argv, "Context rows per fit", "context", lines, times, verdicts,
+                                            "setting", choice, "choose_context.py"))
 
 
 if __name__ == "__main__":

@@ -39,35 +39,16 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, write_results
-    from pipeline.evaluation.protocol import cheapest_holding
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
 
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-ensemble", argv)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
-    cost = {v: float(df[f"{v}_s"].median()) for v in VARIANTS}
-    chosen, losses = cheapest_holding({v: diffs[v] for v in VARIANTS if v != BASELINE},
-                                      {"baseline": cost[BASELINE], **cost})
-    dev = df[df.set == "dev"]
-    times = ["| orderings | median s per table (all sets) | median s per table (dev) | vs 4 (all sets) |",
-             "|---|---|---|---|"]
-    times += [f"| {v} | {cost[v]:.3f} | {dev[f'{v}_s'].median() if len(dev) else float('nan'):.3f} | "
-              f"{cost[v] / cost[BASELINE]:.2f} |" for v in VARIANTS]
-    verdicts = [f"- {v} ordering{'s' if v != '1' else ''}: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
-                f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[BASELINE]:.2f} of the baseline's time)"
-                for v in VARIANTS if v != BASELINE]
-    given = sys.argv[1:] if argv is None else list(argv)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Column orderings averaged per fit ({sets}, K inferred)", "",
-           *[line.replace("| rule |", "| orderings |") for line in lines], "",
-           f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
-           "once:", "", *times, "",
-           "Protocol (a choice for cost): a cheaper count qualifies when it loses beyond one standard error on no "
-           "set; the cheapest of those wins.", "", *verdicts, "",
-           f"Chosen: {f'{chosen} orderings' if chosen else f'none (the baseline, {BASELINE} orderings, stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_ensemble.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "orderings",
+                                           ("dev", df.set == "dev"),
+                                           lambda v: f"{v} ordering{'s' if v != '1' else ''}")
+    choice = f"Chosen: {f'{chosen} orderings' if chosen else f'none (the baseline, {BASELINE} orderings, stays)'}."
+    write_results(args.out, df, cost_report(args, argv, "Column orderings averaged per fit", "orderings", lines,
+                                            times, verdicts, "count", choice, "choose_ensemble.py"))
 
 
 if __name__ == "__main__":

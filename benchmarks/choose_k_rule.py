@@ -198,6 +198,48 @@ def write_results(out: str, df: pd.DataFrame, lines: list[str]) -> None:
     print("\n".join(lines))
 
 
+def cost_verdict(df: pd.DataFrame, diffs: dict, variants: list[str], baseline: str, setting: str,
+                 subset: tuple[str, pd.Series], unit) -> tuple[str | None, list[str], list[str]]:
+    """The protocol's rule for a choice made for cost on ``df``'s rows (``VARIANT_s``: seconds per table): a cheaper
+    variant qualifies when it loses beyond one standard error on no set of ``diffs``, and the cheapest of those wins
+    -> (the chosen variant or None, the lines of the time table, one verdict line per variant). ``setting`` heads
+    the variants' column, ``subset`` (label, row mask) adds a column of median seconds over those rows only, and
+    ``unit(variant)`` names a variant in the verdicts (``"3 orderings"``)."""
+    from pipeline.evaluation.protocol import cheapest_holding
+
+    cost = {v: float(df[f"{v}_s"].median()) for v in variants}
+    chosen, losses = cheapest_holding({v: diffs[v] for v in variants if v != baseline},
+                                      {"baseline": cost[baseline], **cost})
+    label, mask = subset
+    part = df[mask]
+    times = [f"| {setting} | median s per table (all sets) | median s per table ({label}) | vs {baseline} (all sets) |",
+             "|---|---|---|---|"]
+    times += [f"| {v} | {cost[v]:.3f} | {part[f'{v}_s'].median() if len(part) else float('nan'):.3f} | "
+              f"{cost[v] / cost[baseline]:.2f} |" for v in variants]
+    verdicts = [f"- {unit(v)}: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
+                f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[baseline]:.2f} of the baseline's time)"
+                for v in variants if v != baseline]
+    return chosen, times, verdicts
+
+
+def cost_report(args, argv, title: str, column: str, lines: list[str], times: list[str], verdicts: list[str],
+                what: str, chosen: str, script: str) -> list[str]:
+    """The report of a choice made for cost (:func:`cost_verdict`) by ``benchmarks/SCRIPT``: ``title``, the paired
+    table ``lines`` (its variants' column headed ``column``), the time table, the rule for a cheaper ``what``, the
+    verdicts, the ``chosen`` line, then the command, checkpoint and machine."""
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    given = sys.argv[1:] if argv is None else list(argv)
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    return [f"# {title} ({sets}, K inferred)", "", *[line.replace("| rule |", f"| {column} |") for line in lines], "",
+            f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
+            "once:", "", *times, "",
+            f"Protocol (a choice for cost): a cheaper {what} qualifies when it loses beyond one standard error on no "
+            "set; the cheapest of those wins.", "", *verdicts, "", chosen, "",
+            PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
+            checkpoint_line(args.checkpoint), *machine_lines()]
+
+
 def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BASELINE
             ) -> tuple[str | None, list[str]]:
     lines, qualified = [], {}
