@@ -5,9 +5,9 @@ data and checked on a fresh draw of it.
 
 On the tables of at most ``model.low_dim.MAX_WIDTH`` design columns of the development sets ``low-d`` (the paper's
 prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), in ``TabClustPFN``'s design space
-(``pipeline.k_ranker_fit.table_candidates``), the BIC of every candidate K as the estimator's defaults compute it
-(:func:`model.low_dim.choose` from :func:`model.low_dim.kmeans_starts`; from the network's candidates until
-2026-12-03). The probabilities over K are a softmax of the per-row score -BIC / (2N) at a
+(``pipeline.k_ranker_fit.table_design``; no network runs), the BIC of every candidate K as the estimator's
+defaults compute it (:func:`model.low_dim.choose` from :func:`model.low_dim.kmeans_starts`; from the network's
+candidates until 2026-12-03). The probabilities over K are a softmax of the per-row score -BIC / (2N) at a
 temperature (:func:`model.k_ranker.k_probabilities`; 1 / N is Schwarz's approximation to the posterior over K); the
 temperature that maximises the likelihood of the labelled K on the first draw (validation seeds from 0) is fitted
 (:func:`model.k_ranker.fit_temperature`) and reported beside today's (``model.low_dim.TEMPERATURE``) on that draw
@@ -33,25 +33,22 @@ SIZES = {"low-d": 200, "shapes": 54}
 
 def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
     checkpoint, which, n, start, stop, offset = args
-    import torch
-
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
     from model.low_dim import MAX_WIDTH, choose, kmeans_starts
-    from pipeline.k_ranker_fit import table_candidates
+    from pipeline.k_ranker_fit import table_design
 
-    torch.set_num_threads(1)
-    net = load_checkpoint(checkpoint)[0].eval()
-    c_max = net.cfg.k_max - 1
+    cfg = load_checkpoint(checkpoint)[0].cfg
+    c_max = cfg.k_max - 1
     rows = []
     for i, (name, frame, y) in enumerate(tables(which, n, offset)):
         if not start <= i < stop:
             continue
-        with torch.no_grad():
-            table = table_candidates(net, frame, len(y), stages=())
-        if table.X.shape[1] > MAX_WIDTH:
+        X = table_design(cfg, frame)[3]
+        if X.shape[1] > MAX_WIDTH:
             continue
-        choice = choose(table.X, kmeans_starts(table.X, table.k_hi), table.k_hi)
+        k_hi = min(cfg.k_max, len(y) - 1)
+        choice = choose(X, kmeans_starts(X, k_hi), k_hi)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
         rows.append({"draw": offset, "set": which, "table": name, "K": int(len(np.unique(y))), "k": choice.k,

@@ -165,21 +165,28 @@ class TableCandidates:
     features: dict  # per candidate stage (model.k_features.CANDIDATE_STAGES): (k_hi-1, len(FEATURES))
 
 
+def table_design(cfg, frame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One table preprocessed as ``TabClustPFN(screen_noise=False)`` does for a network of config ``cfg`` -> (its
+    columns ``Z``, their categorical mask, the one-hot widths, the rows in the design space ``X``); no network runs."""
+    from model.preprocessing import TablePreprocessor
+    from model.refinement import design, one_hot_widths
+
+    Z, cat = TablePreprocessor(max_features=cfg.max_features, max_categories=cfg.max_categories).fit_transform(frame)
+    widths = one_hot_widths(Z, cat)
+    return Z, cat, widths, design(Z, cat, widths)
+
+
 def table_candidates(net, frame, n_rows: int, stages: tuple[str, ...] | None = None) -> TableCandidates:
     """One table clustered as ``TabClustPFN(screen_noise=False)`` does by default, up to the choice of K, with the
     ranker features of ``stages`` (default: every candidate stage)."""
     from model.ensemble import DEFAULT_N_ESTIMATORS, combine_members, infer_members
     from model.k_features import CANDIDATE_STAGES, ranker_features
-    from model.preprocessing import TablePreprocessor
-    from model.refinement import design, one_hot_blocks, one_hot_widths, refine_candidates
+    from model.refinement import one_hot_blocks, refine_candidates
 
-    Z, cat = TablePreprocessor(max_features=net.cfg.max_features,
-                               max_categories=net.cfg.max_categories).fit_transform(frame)
+    Z, cat, widths, X = table_design(net.cfg, frame)
     members = infer_members(net, Z, np.flatnonzero(cat), DEFAULT_N_ESTIMATORS)
     probs, post, _ = combine_members(*members)
     k_hi = min(net.cfg.k_max, n_rows - 1)
-    widths = one_hot_widths(Z, cat)
-    X = design(Z, cat, widths)
     candidates, _ = refine_candidates(X, probs, n_candidates=k_hi - 1)
     features, mixtures = {}, None
     for stage in CANDIDATE_STAGES if stages is None else stages:
