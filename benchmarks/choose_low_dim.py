@@ -23,7 +23,8 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
   ``bic-net-kmeans-floor-fine`` and ``bic-kmeans-floor-fine``: down to 0.01 only where every design column has many
   values (:func:`model.low_dim.resolution_floor`; ``bic-kmeans-floor-fine`` is the shipped path, which runs no
   network; ``bic-net-floor-fine`` was until 2026-12-03); ``bic-kmeans3-floor-fine``: from three k-means++ partitions
-  (seeds 0-2), the likeliest converged mixture kept;
+  (seeds 0-2), the likeliest converged mixture kept; ``icl-kmeans-floor-fine``: the shipped path with K by ICL
+  (BIC plus twice the posteriors' entropy, :func:`model.low_dim.bic_choice`) instead of BIC;
 - ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
   but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
   values (codes not), or of 4-7 values (rating scales);
@@ -118,6 +119,7 @@ BIC_VARIANTS = {
     "bic-net-kmeans-floor-fine": (("net", "kmeans"), "fine"),
     "bic-kmeans-floor-fine": (("kmeans",), "fine"),
     "bic-kmeans3-floor-fine": (("kmeans3",), "fine"),
+    "icl-kmeans-floor-fine": (("kmeans",), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
@@ -165,7 +167,8 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         seeds = (0,) if "kmeans" in kinds else (0, 1, 2) if "kmeans3" in kinds else ()
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + [kmeans_start(X, kk, s) for s in seeds]
                   for kk in range(2, k_hi + 1)}
-        choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor)
+        choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor,
+                            criterion="icl" if name.startswith("icl-") else "bic")
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
 

@@ -103,14 +103,26 @@ class BicChoice:
     probabilities: np.ndarray
 
 
+def classification_entropy(X: np.ndarray, mixture: FullMixture) -> float:
+    """The entropy of the rows' posteriors over the components, summed over the rows ``X`` (n, P): 0 where every
+    row belongs to one component for sure, large where components overlap."""
+    post = mixture.posterior(X)[0]
+    return float(-(post * np.log(np.clip(post, 1e-300, None))).sum())
+
+
 def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float = VARIANCE_FLOOR,
-               max_steps: int = MAX_STEPS, tol: float = TOLERANCE, temperature: float = TEMPERATURE) -> BicChoice:
+               max_steps: int = MAX_STEPS, tol: float = TOLERANCE, temperature: float = TEMPERATURE,
+               criterion: str = "bic") -> BicChoice:
     """Per K of ``starts`` (K -> the hard partitions to start EM from), the converged mixture of highest likelihood
-    among its starts; then the K of lowest BIC (ties to the smaller K)."""
+    among its starts; then the K of lowest BIC (ties to the smaller K). ``criterion="icl"``: BIC plus twice the
+    :func:`classification_entropy` (Biernacki, Celeux and Govaert's ICL), which counts against K the components
+    that overlap, so a cluster that is not Gaussian is not split into several that are; ``bic`` then holds it."""
     from model.k_ranker import k_probabilities
 
     if not starts:
         raise ValueError("bic_choice needs at least one K to fit")
+    if criterion not in ("bic", "icl"):
+        raise ValueError(f"criterion must be 'bic' or 'icl', got {criterion!r}")
     n, p = X.shape
     ks = np.array(sorted(starts))
     fits, bic = [], np.empty(len(ks))
@@ -118,6 +130,8 @@ def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float 
         best = max((converged_em(X, s, int(k), floor, max_steps, tol) for s in starts[int(k)]), key=lambda f: f[2])
         fits.append(best)
         bic[i] = -2.0 * best[2] + n_parameters(int(k), p) * np.log(n)
+        if criterion == "icl":
+            bic[i] += 2.0 * classification_entropy(X, best[1])
     j = int(np.argmin(bic))
     scores = -0.5 * bic / n
     return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, k_probabilities(scores, temperature))

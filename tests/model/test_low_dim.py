@@ -8,8 +8,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
-from model.low_dim import (COARSE_LEVELS, FINE_FLOOR, bic_choice, choose, converged_em, log_likelihood,
-                           n_parameters, resolution_floor)
+from model.low_dim import (COARSE_LEVELS, FINE_FLOOR, bic_choice, choose, classification_entropy, converged_em,
+                           log_likelihood, n_parameters, resolution_floor)
 from model.refinement import VARIANCE_FLOOR, full_em
 
 
@@ -77,6 +77,24 @@ def test_bic_keeps_the_best_likelihood_among_a_ks_starts():
     assert adjusted_rand_score(y, choice.labels) > 0.9
     alone = bic_choice(X, {3: [y]})
     assert choice.bic[0] == pytest.approx(alone.bic[0])
+
+
+def test_icl_adds_twice_the_posteriors_entropy_to_bic_and_merges_a_non_gaussian_cluster():
+    """ICL (``criterion="icl"``, measured, not shipped: ``docs/results/choice-low-dim-icl.md``) is BIC plus twice the
+    entropy of the rows' posteriors. Two uniform squares side by side: BIC fits each with several overlapping
+    Gaussians, ICL counts their overlap against them and keeps K = 2."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.uniform(0, 2, size=(400, 2)), rng.uniform(0, 2, size=(400, 2)) + [3.0, 0.0]])
+    y = np.repeat([0, 1], 400)
+    starts = {k: [KMeans(k, n_init=1, random_state=0).fit_predict(X)] for k in range(2, 7)}
+    bic, icl = bic_choice(X, starts), bic_choice(X, starts, criterion="icl")
+    for i, k in enumerate(bic.ks):
+        mixture = converged_em(X, starts[int(k)][0], int(k))[1]
+        assert icl.bic[i] == pytest.approx(bic.bic[i] + 2.0 * classification_entropy(X, mixture))
+    assert icl.bic[0] >= bic.bic[0] and classification_entropy(X, icl.mixture) < 0.01 * len(X)  # far apart: sure
+    assert bic.k > 2 and icl.k == 2 and adjusted_rand_score(y, icl.labels) == 1.0
+    with pytest.raises(ValueError, match="criterion"):
+        bic_choice(X, starts, criterion="aic")
 
 
 def test_choose_starts_each_k_from_its_candidate_and_refuses_wide_designs():
