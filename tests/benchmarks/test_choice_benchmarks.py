@@ -757,3 +757,37 @@ def test_choose_context_fits_every_context_size_on_the_same_tables_and_applies_t
     report = (tmp_path / "choice-context.md").read_text()
     assert "| prior | 2 | 1000 |" in report and "| 500 | " in report.split("Fit time")[1]
     assert "Chosen: " in report and "Command: `python benchmarks/choose_context.py --set prior" in report
+
+
+def test_adaptive_orderings_answer_as_two_where_they_agree_and_as_four_elsewhere(tmp_path):
+    from benchmarks.choose_adaptive_ensemble import THRESHOLDS, agreement, main
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(10), size=(2, 9, 50))
+    probs[1] = probs[0][..., [1, 0, *range(2, 10)]]  # member 1: member 0 with clusters 0 and 1 swapped
+    posteriors = np.full((2, 9), 1 / 9)
+    assert agreement(probs, posteriors, 3) == 1.0  # the same partition under other cluster names
+    other = probs.copy()
+    other[1, 1] = 0.0
+    other[1, 1, :, :3] = np.eye(3)[rng.integers(0, 3, 50)]  # member 1 at K = 3: clusters unrelated to member 0's
+    assert agreement(other, posteriors, 3) < 0.7 and agreement(other, posteriors, 2) == 1.0
+    with pytest.raises(ValueError, match="2 members"):
+        agreement(probs[:1], posteriors[:1], 3)
+
+    out = tmp_path / "choice-adaptive-ensemble"
+    main(["--set", "low-d", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 4 and df["agreement"].between(0, 1).all()
+    for t in THRESHOLDS:  # each table answered by exactly one of the two fits, as the agreement says
+        two = df["agreement"] >= t
+        for field in ("", "_k", "_s"):
+            expected = np.where(two, df[f"2{field}"], df[f"4{field}"])
+            np.testing.assert_array_equal(df[f"agree-{t}{field}"], expected)
+        # upper bound: the 2-ordering fit, then on disagreement the 4-ordering fit from scratch
+        np.testing.assert_allclose(df[f"agree-{t}_s_upper"], df["2_s"] + np.where(two, 0.0, df["4_s"]))
+    bic = df["4_members"] == 0  # no network: nothing to disagree on
+    assert (df.loc[bic, "agreement"] == 1.0).all() and (df.loc[~bic, "2_members"] == 2).all()
+    report = out.with_suffix(".md").read_text()
+    assert "Share of tables answered by 2 orderings" in report and "from the lower to the upper bound" in report
+    assert "Chosen: " in report
+    assert "Command: `python benchmarks/choose_adaptive_ensemble.py --set low-d" in report

@@ -1,0 +1,124 @@
+"""Adaptive column orderings, a choice for cost on development data: 2 orderings where their partitions agree, 4
+(today's default) where they do not.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_adaptive_ensemble.py --out docs/results/choice-adaptive-ensemble
+
+Fixed counts below 4 lose beyond one standard error (``choice-ensemble.md``); this asks whether the tables on which
+2 orderings would do can be told apart at fit time. Each table of the development sets of
+``benchmarks/choose_checkpoint.py`` is clustered by ``TabClustPFN(random_state=0)`` with 2 and with 4 orderings
+(the first 2 of the 4 are the same, :func:`model.ensemble.column_orderings`), K inferred, every other setting at
+its default, one torch thread per process. The 2 orderings' agreement is the fraction of the context's rows that
+their partitions at the K the 2-ordering fit chose (``k_chosen_``) put in the same cluster, the clusters matched
+as :func:`model.ensemble.combine_members` matches them. Variant ``agree-T`` answers as the 2-ordering fit where that
+agreement is at least T and as the 4-ordering fit elsewhere: what an estimator that runs 2 orderings and adds the
+other 2 only on disagreement would answer. Its time lies between two bounds: the 2-ordering fit's or the
+4-ordering fit's (lower: on disagreement such an estimator has already chosen K on 2 orderings, and must at least
+run the other 2), and the 2-ordering fit's plus, on disagreement, the 4-ordering fit's (upper: the 4 orderings
+from scratch). The protocol's rule for a cost choice (docs/DESIGN.md; per set each variant against ``4`` table by
+table: paired mean ARI difference +- standard error, tables better / worse): a cheaper variant qualifies when it
+loses beyond one standard error on no set, and the cheapest of those wins, on the lower bound; a variant it picks
+ships only if its upper bound is cheaper too. Tables whose design takes the BIC path run no network and are the
+same in every variant. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+BASELINE = "4"
+THRESHOLDS = (0.9, 0.95, 0.98)
+VARIANTS = (BASELINE, "2", *(f"agree-{t}" for t in THRESHOLDS))
+
+
+def agreement(probs: np.ndarray, posteriors: np.ndarray, k: int) -> float:
+    """Two members' soft partitions (2, K_max-1, N, K_max) and posteriors (2, K_max-1) -> the fraction of rows whose
+    most probable clusters at K = ``k`` are the same once member 1's clusters are matched to member 0's."""
+    from model.ensemble import combine_members
+
+    if len(probs) != 2:
+        raise ValueError(f"agreement compares 2 members, got {len(probs)}")
+    perms = combine_members(probs, posteriors)[2]
+    c = k - 2
+    first = probs[0, c, :, :k].argmax(1)
+    onto_first = np.empty(k, dtype=np.int64)
+    onto_first[perms[1, c, :k]] = np.arange(k)  # member 1's column perms[1, c, j] is member 0's cluster j
+    return float((first == onto_first[probs[1, c, :, :k].argmax(1)]).mean())
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    import time
+
+    import torch
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+    from model.checkpoint import load_checkpoint
+    from model.estimator import TabClustPFN
+
+    checkpoint, which, n, start, stop, offset = args
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        net = load_checkpoint(checkpoint)[0].eval()
+        fits = {m: TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=m) for m in (2, 4)}
+        for est in fits.values():  # each loads the network once, before any clock starts
+            est.fit(np.random.default_rng(0).normal(size=(32, 2)))
+        rows = []
+        for i, (name, frame, y) in enumerate(tables(which, n, offset)):
+            if not start <= i < stop:
+                continue
+            row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
+                   "columns": frame.shape[1]}
+            for m, est in fits.items():
+                started = time.perf_counter()
+                est.fit(frame)
+                row.update({str(m): adjusted_rand_score(y, est.labels_), f"{m}_k": est.n_clusters_,
+                            f"{m}_s": time.perf_counter() - started, f"{m}_members": est.n_estimators_})
+            two = fits[2]
+            row["agreement"] = 1.0  # no network (the BIC path) or a single ordering: nothing to disagree on
+            if two.n_estimators_ == 2:
+                Z, cat_mask = two.preprocessor_.transform(frame)
+                context = net.open_context(Z[two.context_indices_], cat_mask, two._orders)
+                row["agreement"] = agreement(context.probs, context.posterior, two.k_chosen_)
+            for t in THRESHOLDS:
+                m = "2" if row["agreement"] >= t else "4"
+                row.update({f"agree-{t}": row[m], f"agree-{t}_k": row[f"{m}_k"], f"agree-{t}_s": row[f"{m}_s"],
+                            f"agree-{t}_s_upper": row["2_s"] + (row["4_s"] if m == "4" else 0.0)})
+            rows.append(row)
+        return rows
+    finally:
+        torch.set_num_threads(threads)
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
+
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-adaptive-ensemble", argv)
+    lines, diffs = table(df, list(VARIANTS), BASELINE)
+    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "orderings",
+                                           ("dev", df.set == "dev"), lambda v: f"`{v}`")
+    base = df[f"{BASELINE}_s"].median()
+    share = ", ".join(f"`agree-{t}` {(df['agreement'] >= t).mean():.2f}" for t in THRESHOLDS)
+    bounds = ", ".join(f"`agree-{t}` {df[f'agree-{t}_s'].median() / base:.2f} to "
+                       f"{df[f'agree-{t}_s_upper'].median() / base:.2f}" for t in THRESHOLDS)
+    times = [*times, "", f"Share of tables answered by 2 orderings: {share}. The times of `agree-T` above are its "
+             f"lower bound; from the lower to the upper bound (the module docstring), against `4`'s: {bounds}."]
+    choice = f"Chosen: {f'`{chosen}`' if chosen else f'none (the baseline, {BASELINE} orderings, stays)'}."
+    if chosen and chosen.startswith("agree-"):  # picked on its lower bound: the upper one decides whether it ships
+        upper = df[f"{chosen}_s_upper"].median() / base
+        choice = (f"On its lower bound the rule picks `{chosen}`; its upper bound is {upper:.2f} of the baseline's "
+                  "time. " + (f"Chosen: `{chosen}`." if upper < 1 else
+                              f"Chosen: none (the baseline, {BASELINE} orderings, stays)."))
+    write_results(args.out, df, cost_report(args, argv, "Adaptive column orderings", "orderings", lines, times,
+                                            verdicts, "variant", choice, "choose_adaptive_ensemble.py"))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
