@@ -23,6 +23,7 @@ same in every variant. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -51,49 +52,42 @@ def agreement(probs: np.ndarray, posteriors: np.ndarray, k: int) -> float:
     return float((first == onto_first[probs[1, c, :, :k].argmax(1)]).mean())
 
 
-def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
-    import time
-
-    import torch
-    from sklearn.metrics import adjusted_rand_score
-
-    from benchmarks.choose_checkpoint import tables
+@functools.lru_cache(maxsize=1)
+def _network(checkpoint: str):
     from model.checkpoint import load_checkpoint
+
+    return load_checkpoint(checkpoint)[0].eval()
+
+
+def _estimator(variant: str, checkpoint: str):
     from model.estimator import TabClustPFN
 
-    checkpoint, which, n, start, stop, offset = args
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        net = load_checkpoint(checkpoint)[0].eval()
-        fits = {m: TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=m) for m in (2, 4)}
-        for est in fits.values():  # each loads the network once, before any clock starts
-            est.fit(np.random.default_rng(0).normal(size=(32, 2)))
-        rows = []
-        for i, (name, frame, y) in enumerate(tables(which, n, offset)):
-            if not start <= i < stop:
-                continue
-            row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
-                   "columns": frame.shape[1]}
-            for m, est in fits.items():
-                started = time.perf_counter()
-                est.fit(frame)
-                row.update({str(m): adjusted_rand_score(y, est.labels_), f"{m}_k": est.n_clusters_,
-                            f"{m}_s": time.perf_counter() - started, f"{m}_members": est.n_estimators_})
-            two = fits[2]
-            row["agreement"] = 1.0  # no network (the BIC path) or a single ordering: nothing to disagree on
-            if two.n_estimators_ == 2:
-                Z, cat_mask = two.preprocessor_.transform(frame)
-                context = net.open_context(Z[two.context_indices_], cat_mask, two._orders)
-                row["agreement"] = agreement(context.probs, context.posterior, two.k_chosen_)
-            for t in THRESHOLDS:
-                m = "2" if row["agreement"] >= t else "4"
-                row.update({f"agree-{t}": row[m], f"agree-{t}_k": row[f"{m}_k"], f"agree-{t}_s": row[f"{m}_s"],
-                            f"agree-{t}_s_upper": row["2_s"] + (row["4_s"] if m == "4" else 0.0)})
-            rows.append(row)
-        return rows
-    finally:
-        torch.set_num_threads(threads)
+    return TabClustPFN(checkpoint=checkpoint, random_state=0, n_estimators=int(variant))
+
+
+def _two_orderings_agreement(est) -> dict:
+    """A fitted estimator's orderings and, where it ran exactly 2, their :func:`agreement` at its K (1.0 where it ran
+    no network, the BIC path, or one ordering: nothing to disagree on; NaN for more than 2)."""
+    members = est.n_estimators_
+    value = 1.0 if members < 2 else float("nan")
+    if members == 2:
+        context = _network(est.checkpoint).open_context(est._context_X, est._cat_mask, est._orders)
+        value = agreement(context.probs, context.posterior, est.k_chosen_)
+    return {"members": members, "agreement": value}
+
+
+def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    from benchmarks.choose_k_rule import fit_each
+
+    rows = fit_each(_estimator, ("2", BASELINE), *args, extra=_two_orderings_agreement)
+    for row in rows:
+        row["agreement"] = row.pop("2_agreement")
+        row.pop(f"{BASELINE}_agreement")
+        for t in THRESHOLDS:
+            m = "2" if row["agreement"] >= t else BASELINE
+            row.update({f"agree-{t}": row[m], f"agree-{t}_k": row[f"{m}_k"], f"agree-{t}_s": row[f"{m}_s"],
+                        f"agree-{t}_s_upper": row["2_s"] + (row[f"{BASELINE}_s"] if m == BASELINE else 0.0)})
+    return rows
 
 
 def main(argv=None) -> None:
