@@ -37,19 +37,18 @@ THRESHOLDS = (0.9, 0.95, 0.98)
 VARIANTS = (BASELINE, "2", *(f"agree-{t}" for t in THRESHOLDS))
 
 
-def agreement(probs: np.ndarray, posteriors: np.ndarray, k: int) -> float:
-    """Two members' soft partitions (2, K_max-1, N, K_max) and posteriors (2, K_max-1) -> the fraction of rows whose
-    most probable clusters at K = ``k`` are the same once member 1's clusters are matched to member 0's."""
-    from model.ensemble import combine_members
+def agreement(probs: np.ndarray, k: int) -> float:
+    """Two members' soft partitions (2, K_max-1, N, K_max) -> the fraction of rows whose most probable clusters at
+    K = ``k`` are the same once member 1's clusters are matched to member 0's (as
+    :func:`model.ensemble.combine_members` matches them: :func:`model.ensemble.match_clusters`)."""
+    from model.ensemble import match_clusters
 
     if len(probs) != 2:
         raise ValueError(f"agreement compares 2 members, got {len(probs)}")
-    perms = combine_members(probs, posteriors)[2]
-    c = k - 2
-    first = probs[0, c, :, :k].argmax(1)
+    first, second = probs[0, k - 2, :, :k], probs[1, k - 2, :, :k]
     onto_first = np.empty(k, dtype=np.int64)
-    onto_first[perms[1, c, :k]] = np.arange(k)  # member 1's column perms[1, c, j] is member 0's cluster j
-    return float((first == onto_first[probs[1, c, :, :k].argmax(1)]).mean())
+    onto_first[match_clusters(first, second)] = np.arange(k)  # member 1's column perm[j] is member 0's cluster j
+    return float((first.argmax(1) == onto_first[second.argmax(1)]).mean())
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,7 +71,7 @@ def _two_orderings_agreement(est) -> dict:
     value = 1.0 if members < 2 else float("nan")
     if members == 2:
         context = _network(est.checkpoint).open_context(est._context_X, est._cat_mask, est._orders)
-        value = agreement(context.probs, context.posterior, est.k_chosen_)
+        value = agreement(context.probs, est.k_chosen_)
     return {"members": members, "agreement": value}
 
 

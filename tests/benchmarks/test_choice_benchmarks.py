@@ -765,14 +765,13 @@ def test_adaptive_orderings_answer_as_two_where_they_agree_and_as_four_elsewhere
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(10), size=(2, 9, 50))
     probs[1] = probs[0][..., [1, 0, *range(2, 10)]]  # member 1: member 0 with clusters 0 and 1 swapped
-    posteriors = np.full((2, 9), 1 / 9)
-    assert agreement(probs, posteriors, 3) == 1.0  # the same partition under other cluster names
+    assert agreement(probs, 3) == 1.0  # the same partition under other cluster names
     other = probs.copy()
     other[1, 1] = 0.0
     other[1, 1, :, :3] = np.eye(3)[rng.integers(0, 3, 50)]  # member 1 at K = 3: clusters unrelated to member 0's
-    assert agreement(other, posteriors, 3) < 0.7 and agreement(other, posteriors, 2) == 1.0
+    assert agreement(other, 3) < 0.7 and agreement(other, 2) == 1.0
     with pytest.raises(ValueError, match="2 members"):
-        agreement(probs[:1], posteriors[:1], 3)
+        agreement(probs[:1], 3)
 
     out = tmp_path / "choice-adaptive-ensemble"
     main(["--set", "low-d", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
