@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -37,15 +38,19 @@ def test_the_prepared_gpu_run_trains_and_exports_with_its_prior_settings(tmp_pat
     """`make gpu-continue`, the command kept for a lent GPU, on the CPU with the tiny preset: its prior overrides
     (N 200-1000, noise columns beside one informative column, contaminated rows, coarse columns) are accepted,
     it trains the shipped weights' loss from the first step (no Matching+CE warm-up, which is for random
-    weights), within the budget (90 s: under load the start-up and probe alone took 44 s) and writes a model
-    whose lineage records the run."""
+    weights) and writes a model whose lineage records the run. Capped at 3 steps (after a 2-step probe), so it
+    ends well inside its 90-s budget (under load the start-up and probe alone took 44 s); filling a budget is
+    tested in tests/pipeline/test_budget.py."""
     from model.checkpoint import load_checkpoint
 
     out = tmp_path / "gpu"
     done = subprocess.run(["make", "-s", "gpu-continue", "GPU_DEVICE=cpu", "GPU_BUDGET=90", "GPU_INIT=",
-                           f"GPU_PYTHON={sys.executable}", f"GPU_OUT={out}", "ARGS=--smoke"],
+                           f"GPU_PYTHON={sys.executable}", f"GPU_OUT={out}",
+                           "ARGS=--smoke --max-steps-cap 3 --probe-steps 2"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["total_wall_s"] <= summary["budget_s"] == 90
     _, meta = load_checkpoint(out / "model.pt")
     prior = meta["train_config"]["stream"]["prior"]
     assert prior["n_rows"] == [200, 1000] and prior["nuisance"]["min_informative"] == 1

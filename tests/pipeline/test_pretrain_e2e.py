@@ -88,13 +88,17 @@ def test_init_checkpoint_brings_its_model_config_and_an_absolute_path(tmp_path, 
 
 
 @pytest.mark.slow
-def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, tmp_path):
+def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, mlflow_server, tmp_path):
+    """`ray job submit -- python jobs/pretrain.py --smoke` against a real MLflow tracking server: the run, its
+    metric histories and the registered model are read back over HTTP, the model predicts as the exported
+    checkpoint does and is served by jobs/serve.py straight from the registry."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
     from model import TabClustPFN
+    from tests.jobs.test_serve import Server
 
-    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    uri = mlflow_server
     job_id = f"pretrain-e2e-{os.getpid()}-{int(time.time())}"
     submit = [RAY, "job", "submit", "--address", ray_head, "--submission-id", job_id, "--working-dir", str(REPO), "--",
               "python", "jobs/pretrain.py", "--smoke", "--run-name", "e2e", "--storage-path", str(tmp_path / "runs"),
@@ -106,8 +110,8 @@ def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, tmp_path):
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("tabclustpfn")
-    (run,) = client.search_runs([exp.experiment_id])
-    assert run.info.status == "FINISHED" and run.info.run_name == "e2e"
+    (run,) = client.search_runs([exp.experiment_id], filter_string="attributes.run_name = 'e2e'")
+    assert run.info.status == "FINISHED" and run.info.artifact_uri.startswith("mlflow-artifacts:")
     assert run.data.params["max_steps"] == "8" and run.data.params["model.col_dim"] == "8"
     assert run.data.params["stream.kind"] == "mix" and "optim.lr" in run.data.params
     for key in ("pin_loss", "soft_ari", "cin_loss", "k_acc", "lr", "tasks_per_s", "data_wait_fraction"):
@@ -120,14 +124,22 @@ def test_submitted_smoke_pretraining_is_tracked_and_loads(ray_head, tmp_path):
                          columns=["a", "b", "c"])
     mlflow.set_tracking_uri(uri)
     (version,) = client.search_model_versions("name='tabclustpfn'")
-    assert version.run_id == run.info.run_id
-    labels = mlflow.pyfunc.load_model(f"models:/tabclustpfn/{version.version}").predict(table)
-    assert np.asarray(labels).shape == (80,)
-    fixed = mlflow.pyfunc.load_model(f"models:/tabclustpfn/{version.version}").predict(table, params={"n_clusters": 3})
-    assert len(np.unique(fixed)) <= 3
+    assert version.run_id == run.info.run_id and version.status == "READY"
+    model_uri = f"models:/tabclustpfn/{version.version}"
+    served = mlflow.pyfunc.load_model(model_uri)  # fetched over HTTP
+    expected = TabClustPFN(checkpoint=tmp_path / "model.pt", random_state=0).fit_predict(table)
+    np.testing.assert_array_equal(served.predict(table), expected)
+    assert len(np.unique(served.predict(table, params={"n_clusters": 3}))) <= 3
 
     estimator = TabClustPFN(n_clusters=2, checkpoint=tmp_path / "model.pt").fit(table.to_numpy())
     assert estimator.labels_.shape == (80,)
+
+    server = Server(["--model-uri", model_uri, "--tracking-uri", uri], tmp_path / "serve.log")
+    try:  # and served by jobs/serve.py straight from the tracking server
+        response = server.invoke(table)
+        assert response.status_code == 200 and response.json()["predictions"] == expected.tolist(), response.text
+    finally:
+        assert server.stop() == 0, server.output()
 
 
 def test_local_backend_trains_tracks_and_exports_without_ray(tmp_path, tracking_uri):

@@ -66,11 +66,13 @@ def _second_trial_started(sweep_dir: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_local, tracking_uri, tmp_path):
-    """Two trials end to end through the CLI. The driver is killed once the first trial has finished and the
-    second has started, in the middle of writing Tune's experiment state (the file is left empty, as a kill
-    during Tune's in-place rewrite leaves it); ``--resume`` reruns only the second (same MLflow child run), and
-    the finished sweep is fully reported, tabulated and tracked."""
+def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_local, mlflow_server, tmp_path):
+    """Two trials end to end through the CLI, tracked on a real MLflow server over HTTP. The driver is killed once
+    the first trial has finished and the second has started, in the middle of writing Tune's experiment state
+    (the file is left empty, as a kill during Tune's in-place rewrite leaves it); ``--resume`` reruns only the
+    second (same MLflow child run), and the finished sweep is fully reported, tabulated and tracked: one parent
+    run, a nested child run per trial with its metric history and its artifacts stored by the server."""
+    tracking_uri = mlflow_server
     storage = tmp_path / "sweeps"
     sweep_dir = storage / "cut"
     address = ray_local.get_runtime_context().gcs_address
@@ -132,6 +134,7 @@ def test_smoke_sweep_killed_after_one_trial_resumes_without_rerunning_it(ray_loc
     assert len(children) == 2, "a rerun trial reopens its child run instead of adding one"
     for child in children:
         assert child.data.tags["mlflow.parentRunId"] == parent_id and child.info.status == "FINISHED"
+        assert child.info.artifact_uri.startswith("mlflow-artifacts:")  # stored by the server, sent over HTTP
         assert child.data.params["objective.coupling"] == child.data.tags["variant"].lower()
         steps = [m.step for m in client.get_metric_history(child.info.run_id, "pin_loss")]
         assert sorted(steps) == list(range(1, BUDGET + 1))  # the Train worker logged each step once
