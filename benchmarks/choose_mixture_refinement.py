@@ -53,6 +53,17 @@ A second start beyond 4 columns, the likelier mixture kept::
 - ``own-full-p4-kmeans-start``: the diagonal mixture (3 EM steps) from the ranker's candidate and from a k-means++
   partition at its K, the one of higher likelihood kept.
 
+More EM steps of the diagonal mixture beyond 4 columns::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --set prior noisy one-informative \
+        coarse dev --variants own-full-p4 own-full-p4-10-steps own-full-p4-30-steps --baseline own-full-p4 \
+        --out docs/results/choice-mixture-steps
+
+- ``own-full-p4-10-steps`` / ``-30-steps``: 10 / 30 EM steps instead of 3, toward the likelihood's maximum.
+
+They lost on noisy, one-informative and coarse, so fewer steps were measured next (``--variants own-full-p4
+own-full-p4-1-step own-full-p4-2-steps``, ``--out docs/results/choice-mixture-fewer-steps``): 1 / 2 EM steps.
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -97,8 +108,11 @@ DIAGONAL_FLOORS = {"own-full-p4-floor-0.01": 0.01, "own-full-p4-floor-fine": "fi
 #: variant -> ``own-full-p4`` (today's) but beyond 4 columns the diagonal mixture also started from a k-means++
 #: partition at the same K (:func:`model.low_dim.kmeans_start`), the likelier of the two kept
 TWO_STARTS = ("own-full-p4-kmeans-start",)
+#: variant -> ``own-full-p4`` (today's) with this many EM steps of the diagonal mixture beyond 4 columns (3 today)
+DIAGONAL_STEPS = {"own-full-p4-1-step": 1, "own-full-p4-2-steps": 2, "own-full-p4-10-steps": 10,
+                  "own-full-p4-30-steps": 30}
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
-VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS)
 
 
 def column_floors(X: np.ndarray) -> np.ndarray:
@@ -124,6 +138,10 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
         floor = DIAGONAL_FLOORS[name]
         return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"],
                                                "floor": column_floors(X) if floor == "fine" else floor})[0]
+    if name in DIAGONAL_STEPS:
+        if p <= FULL["own-full-p4"]:
+            return variant_labels("own-full-p4", X, candidate, k)
+        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"], "steps": DIAGONAL_STEPS[name]})[0]
     if name in TWO_STARTS:
         if p <= FULL["own-full-p4"]:
             return variant_labels("own-full-p4", X, candidate, k)

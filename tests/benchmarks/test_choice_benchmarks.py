@@ -723,6 +723,22 @@ def test_the_diagonal_floor_variants_floor_each_column_by_its_resolution_beyond_
         np.testing.assert_array_equal(variant_labels(name, narrow, start, 3), full_em(narrow, start, 3)[0])
 
 
+def test_the_step_variants_run_that_many_em_steps_of_the_diagonal_mixture_beyond_four_columns():
+    from benchmarks.choose_mixture_refinement import DIAGONAL_STEPS, variant_labels
+    from model.refinement import diagonal_em, full_em
+
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 3, 300)
+    X = rng.normal(size=(300, 6)) + 1.2 * truth[:, None]
+    start = np.where(rng.random(300) < 0.3, rng.integers(0, 3, 300), truth)  # a partition EM still moves
+    answers = {}
+    for name, steps in DIAGONAL_STEPS.items():
+        answers[name] = variant_labels(name, X, start, 3)
+        np.testing.assert_array_equal(answers[name], diagonal_em(X, start, 3, steps=steps)[0])
+        np.testing.assert_array_equal(variant_labels(name, X[:, :4], start, 3), full_em(X[:, :4], start, 3)[0])
+    assert not np.array_equal(answers["own-full-p4-1-step"], answers["own-full-p4-30-steps"])
+
+
 def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_columns():
     from sklearn.metrics import adjusted_rand_score
 
