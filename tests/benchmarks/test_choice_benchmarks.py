@@ -739,6 +739,24 @@ def test_the_step_variants_run_that_many_em_steps_of_the_diagonal_mixture_beyond
     assert not np.array_equal(answers["own-full-p4-1-step"], answers["own-full-p4-30-steps"])
 
 
+def test_the_trust_variants_stop_em_at_the_last_step_near_the_start():
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_mixture_refinement import TRUST_MAX_STEPS, variant_labels
+    from model.refinement import diagonal_em
+
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 3, 300)
+    for sep, stop in ((0.9, 1), (6.0, TRUST_MAX_STEPS)):  # the partition leaves the start at once / never
+        X = rng.normal(size=(300, 6)) + sep * truth[:, None]
+        near = [adjusted_rand_score(truth, diagonal_em(X, truth, 3, steps=s)[0]) for s in (1, 2, TRUST_MAX_STEPS)]
+        assert (near[1] < 0.8) if stop == 1 else (min(near) > 0.95)
+        if stop == 1:  # where it stops, the answer differs from running every step
+            assert not np.array_equal(diagonal_em(X, truth, 3, steps=1)[0], diagonal_em(X, truth, 3, steps=TRUST_MAX_STEPS)[0])
+        for name in ("own-full-p4-trust-0.8", "own-full-p4-trust-0.95"):  # at least one step is always taken
+            np.testing.assert_array_equal(variant_labels(name, X, truth, 3), diagonal_em(X, truth, 3, steps=stop)[0])
+
+
 def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_columns():
     from sklearn.metrics import adjusted_rand_score
 
