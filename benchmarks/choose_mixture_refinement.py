@@ -69,6 +69,12 @@ own-full-p4-trust-0.9 own-full-p4-trust-0.95``, ``--out docs/results/choice-mixt
 - ``own-full-p4-trust-T``: up to 10 EM steps, the last whose partition keeps an ARI >= T with the ranker's
   candidate it started from (at least one step): a mixture trusted only near the network's answer.
 
+The covariance model chosen per table by BIC, as mclust does (``--variants own-full-p4 own-full-p4-bic-shared``,
+``--out docs/results/choice-mixture-bic-shared``):
+
+- ``own-full-p4-bic-shared``: beyond 4 columns ``own-diagonal`` or ``shared-3-steps`` (3 EM steps each), the one of
+  lower BIC (:func:`diagonal_bic`).
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -120,8 +126,22 @@ DIAGONAL_STEPS = {"own-full-p4-1-step": 1, "own-full-p4-2-steps": 2, "own-full-p
 #: last step whose partition keeps an ARI of at least this with the start (the ranker's candidate); at least one step
 TRUST = {"own-full-p4-trust-0.8": 0.8, "own-full-p4-trust-0.9": 0.9, "own-full-p4-trust-0.95": 0.95}
 TRUST_MAX_STEPS = 10
+#: ``own-full-p4`` (today's) but beyond 4 columns the covariance model by BIC, as mclust chooses among its models:
+#: ``own-diagonal`` (a diagonal covariance per cluster) or ``shared-3-steps`` (one diagonal shared by all clusters)
+BIC_COVARIANCE = ("own-full-p4-bic-shared",)
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
-VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS, *TRUST)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS, *TRUST,
+            *BIC_COVARIANCE)
+
+
+def diagonal_bic(X: np.ndarray, mixture, shared: bool) -> float:
+    """BIC of a diagonal mixture (:class:`model.refinement.DiagonalMixture`) on ``X`` (n, P), up to a constant
+    shared by every mixture on the same rows: -2 log-likelihood + parameters x log n, the parameters K P means,
+    K - 1 proportions and K P variances (per cluster) or P (``shared``)."""
+    n, p = X.shape
+    k = len(mixture.log_weights)
+    params = k * p + (k - 1) + (p if shared else k * p)
+    return float(-2.0 * mixture.posterior(X)[1].sum() + params * np.log(n))
 
 
 def column_floors(X: np.ndarray) -> np.ndarray:
@@ -163,6 +183,12 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
                 break
             kept = labels
         return kept
+    if name in BIC_COVARIANCE:
+        if p <= FULL["own-full-p4"]:
+            return variant_labels("own-full-p4", X, candidate, k)
+        fits = [(diagonal_em(X, candidate, k, **MIXTURES[m]), MIXTURES[m]["shared"])
+                for m in ("own-diagonal", "shared-3-steps")]
+        return min(fits, key=lambda fit: diagonal_bic(X, fit[0][1], fit[1]))[0][0]
     if name in TWO_STARTS:
         if p <= FULL["own-full-p4"]:
             return variant_labels("own-full-p4", X, candidate, k)

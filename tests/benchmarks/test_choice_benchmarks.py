@@ -757,6 +757,28 @@ def test_the_trust_variants_stop_em_at_the_last_step_near_the_start():
             np.testing.assert_array_equal(variant_labels(name, X, truth, 3), diagonal_em(X, truth, 3, steps=stop)[0])
 
 
+def test_the_bic_variant_shares_the_variances_where_the_clusters_differ_only_in_their_means():
+    from benchmarks.choose_mixture_refinement import MIXTURES, diagonal_bic, variant_labels
+    from model.refinement import diagonal_em, full_em
+
+    rng = np.random.default_rng(7)
+    truth = rng.integers(0, 3, 600)
+    start = np.where(rng.random(600) < 0.2, rng.integers(0, 3, 600), truth)
+    means = 1.5 * truth[:, None] * (np.arange(8) < 2)  # two informative columns, six of noise
+    scales = {"same": np.ones((600, 8)), "own": np.where(truth[:, None] == 0, 0.3, 2.0) * np.ones((1, 8))}
+    for kind, scale in scales.items():
+        X = rng.normal(size=(600, 8)) * scale + means
+        own, shared = (diagonal_em(X, start, 3, **MIXTURES[m]) for m in ("own-diagonal", "shared-3-steps"))
+        bic_own, bic_shared = diagonal_bic(X, own[1], False), diagonal_bic(X, shared[1], True)
+        assert (bic_shared < bic_own) == (kind == "same"), (kind, bic_own, bic_shared)
+        assert not np.array_equal(own[0], shared[0])  # the choice changes the answer
+        np.testing.assert_array_equal(variant_labels("own-full-p4-bic-shared", X, start, 3),
+                                      (shared if kind == "same" else own)[0])
+    narrow = X[:, :4]  # today's full covariances up to 4 columns
+    np.testing.assert_array_equal(variant_labels("own-full-p4-bic-shared", narrow, start, 3),
+                                  full_em(narrow, start, 3)[0])
+
+
 def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_columns():
     from sklearn.metrics import adjusted_rand_score
 
