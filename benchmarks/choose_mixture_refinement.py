@@ -44,6 +44,9 @@ The diagonal mixture's variance floor beyond 4 columns (``own-full-p4`` is today
 - ``own-full-p4-floor-0.01``: variances >= 0.01; ``own-full-p4-floor-fine``: >= 0.01 on columns of many values,
   0.1 on the others (:func:`column_floors`).
 
+Higher floors (``--variants own-full-p4 own-full-p4-floor-0.2 own-full-p4-floor-0.3``, ``--set prior noisy
+one-informative coarse dev``, ``--out docs/results/choice-diagonal-floor-high``): variances >= 0.2 / 0.3.
+
 A second start beyond 4 columns, the likelier mixture kept::
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_mixture_refinement.py --set prior noisy one-informative \
@@ -113,9 +116,11 @@ FULL = {"own-full": None, "own-full-p2": 2, "own-full-p4": 4, "own-full-p8": 8}
 #: variant -> full covariance where every cluster has at least this many rows per covariance parameter on average
 #: (n / K >= ratio * P (P + 1) / 2), else ``own-diagonal``.
 FULL_ROWS = {"own-full-rows-2": 2.0, "own-full-rows-10": 10.0}
-#: variant -> ``own-full-p4`` (today's) with the diagonal mixture's variance floor beyond 4 columns: 0.01 in every
-#: column, or per column (``fine``: 0.01 on a column of more than ``model.low_dim.COARSE_LEVELS`` values, else 0.1)
-DIAGONAL_FLOORS = {"own-full-p4-floor-0.01": 0.01, "own-full-p4-floor-fine": "fine"}
+#: variant -> ``own-full-p4`` (today's) with the diagonal mixture's variance floor beyond 4 columns (0.1 today): 0.01,
+#: 0.2 or 0.3 in every column, or per column (``fine``: 0.01 on a column of more than ``model.low_dim.COARSE_LEVELS``
+#: values, else 0.1)
+DIAGONAL_FLOORS = {"own-full-p4-floor-0.01": 0.01, "own-full-p4-floor-fine": "fine", "own-full-p4-floor-0.2": 0.2,
+                   "own-full-p4-floor-0.3": 0.3}
 #: variant -> ``own-full-p4`` (today's) but beyond 4 columns the diagonal mixture also started from a k-means++
 #: partition at the same K (:func:`model.low_dim.kmeans_start`), the likelier of the two kept
 TWO_STARTS = ("own-full-p4-kmeans-start",)

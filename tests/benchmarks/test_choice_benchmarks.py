@@ -716,10 +716,13 @@ def test_the_diagonal_floor_variants_floor_each_column_by_its_resolution_beyond_
     np.testing.assert_array_equal(column_floors(X), [0.01] * 5 + [0.1])
     np.testing.assert_array_equal(variant_labels("own-full-p4-floor-fine", X, start, 3),
                                   diagonal_em(X, start, 3, steps=3, floor=column_floors(X))[0])
-    np.testing.assert_array_equal(variant_labels("own-full-p4-floor-0.01", X, start, 3),
-                                  diagonal_em(X, start, 3, steps=3, floor=0.01)[0])
+    for floor in (0.01, 0.2, 0.3):
+        np.testing.assert_array_equal(variant_labels(f"own-full-p4-floor-{floor}", X, start, 3),
+                                      diagonal_em(X, start, 3, steps=3, floor=floor)[0])
+    assert not np.array_equal(diagonal_em(X, start, 3, steps=3, floor=0.3)[1].variances,
+                              diagonal_em(X, start, 3, steps=3, floor=0.1)[1].variances)  # the floor binds here
     narrow = X[:, :3]  # today's full covariances up to 4 columns, whatever the variant
-    for name in ("own-full-p4-floor-fine", "own-full-p4-floor-0.01"):
+    for name in ("own-full-p4-floor-fine", "own-full-p4-floor-0.01", "own-full-p4-floor-0.3"):
         np.testing.assert_array_equal(variant_labels(name, narrow, start, 3), full_em(narrow, start, 3)[0])
 
 
