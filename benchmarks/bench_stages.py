@@ -160,14 +160,15 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
+    from benchmarks.choose_k_rule import write_results
+
     df = measure(tuple(args.suite), args.repeats, args.checkpoint)
     given = sys.argv[1:] if argv is None else list(argv)
-    text = "\n".join(report(df, "python benchmarks/bench_stages.py " + " ".join(given), args.checkpoint)) + "\n"
-    print(text)
+    lines = report(df, "python benchmarks/bench_stages.py " + " ".join(given), args.checkpoint)
     if args.out:
-        df.to_csv(args.out + ".csv", index=False)
-        with open(args.out + ".md", "w") as fh:
-            fh.write(text)
+        write_results(args.out, df, lines)
+    else:
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
