@@ -78,6 +78,15 @@ The covariance model chosen per table by BIC, as mclust does (``--variants own-f
 - ``own-full-p4-bic-shared``: beyond 4 columns ``own-diagonal`` or ``shared-3-steps`` (3 EM steps each), the one of
   lower BIC (:func:`diagonal_bic`).
 
+Fewer EM steps only where most columns look like noise to the candidate (``--variants own-full-p4
+own-full-p4-noise-1-step own-full-p4-noise-2-steps``, ``--out docs/results/choice-mixture-noise-steps``; then,
+shaped by that run, the stricter gate ``own-full-p4-noise-{1-step,2-steps}-2-3`` to ``choice-mixture-noise-steps-2-3``
+and the one that qualified there, on a fresh draw: ``--set prior noisy one-informative coarse --offset 6000 --variants
+own-full-p4 own-full-p4-noise-2-steps-2-3``, ``--out docs/results/choice-mixture-noise-steps-fresh``):
+
+- ``own-full-p4-noise-S-step(s)[-2-3]``: S EM steps instead of 3 where more than half (2/3) of the columns have a
+  between-cluster share of variance below 0.05 under the ranker's candidate (:func:`between_share`).
+
 K is the same for all of them. Per set each variant against ``kmeans`` table by table: paired mean ARI difference
 +- standard error, tables better / worse. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
 standard errors on a set and loses beyond one on none; of those that qualify the one with the largest mean gain over
@@ -134,9 +143,24 @@ TRUST_MAX_STEPS = 10
 #: ``own-full-p4`` (today's) but beyond 4 columns the covariance model by BIC, as mclust chooses among its models:
 #: ``own-diagonal`` (a diagonal covariance per cluster) or ``shared-3-steps`` (one diagonal shared by all clusters)
 BIC_COVARIANCE = ("own-full-p4-bic-shared",)
+#: variant -> (EM steps, fraction): ``own-full-p4`` (today's) but beyond 4 columns this many EM steps (not 3) where
+#: most columns look like noise to the ranker's candidate: more than this fraction of them with a between-cluster
+#: share of variance below ``NOISE_R2``
+NOISE_STEPS = {"own-full-p4-noise-1-step": (1, 0.5), "own-full-p4-noise-2-steps": (2, 0.5),
+               "own-full-p4-noise-1-step-2-3": (1, 2 / 3), "own-full-p4-noise-2-steps-2-3": (2, 2 / 3)}
+NOISE_R2 = 0.05
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
 VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS, *TRUST,
-            *BIC_COVARIANCE)
+            *BIC_COVARIANCE, *NOISE_STEPS)
+
+
+def between_share(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(P,) each column's share of its variance between the clusters of ``labels`` (R^2 of the cluster means)."""
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    means = np.stack([np.bincount(inverse, weights=x) / counts for x in X.T], axis=1)  # (clusters, P)
+    between = (counts[:, None] * (means - X.mean(0)) ** 2).sum(0)
+    total = ((X - X.mean(0)) ** 2).sum(0)
+    return np.where(total > 0, between / np.maximum(total, 1e-300), 0.0)
 
 
 def diagonal_bic(X: np.ndarray, mixture, shared: bool) -> float:
@@ -194,6 +218,13 @@ def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> n
         fits = [(diagonal_em(X, candidate, k, **MIXTURES[m]), MIXTURES[m]["shared"])
                 for m in ("own-diagonal", "shared-3-steps")]
         return min(fits, key=lambda fit: diagonal_bic(X, fit[0][1], fit[1]))[0][0]
+    if name in NOISE_STEPS:
+        if p <= FULL["own-full-p4"]:
+            return variant_labels("own-full-p4", X, candidate, k)
+        few_steps, fraction = NOISE_STEPS[name]
+        noisy = np.mean(between_share(X, candidate) < NOISE_R2) > fraction
+        steps = few_steps if noisy else MIXTURES["own-diagonal"]["steps"]
+        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"], "steps": steps})[0]
     if name in TWO_STARTS:
         if p <= FULL["own-full-p4"]:
             return variant_labels("own-full-p4", X, candidate, k)

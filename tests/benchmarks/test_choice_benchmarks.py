@@ -782,6 +782,24 @@ def test_the_bic_variant_shares_the_variances_where_the_clusters_differ_only_in_
                                   full_em(narrow, start, 3)[0])
 
 
+def test_the_noise_step_variants_take_fewer_em_steps_only_where_most_columns_do_not_separate_the_clusters():
+    from benchmarks.choose_mixture_refinement import NOISE_STEPS, between_share, variant_labels
+    from model.refinement import diagonal_em
+
+    rng = np.random.default_rng(8)
+    truth = rng.integers(0, 3, 400)
+    start = np.where(rng.random(400) < 0.25, rng.integers(0, 3, 400), truth)
+    informative = {"most": 5, "few": 1}  # of 6 columns, those whose means differ between the clusters
+    for kind, n_inf in informative.items():
+        X = rng.normal(size=(400, 6)) + 2.0 * truth[:, None] * (np.arange(6) < n_inf)
+        share = between_share(X, truth)
+        assert (share[:n_inf] > 0.5).all() and (share[n_inf:] < 0.05).all()
+        for name, (steps, _) in NOISE_STEPS.items():  # 5 of 6 columns noise: beyond 1/2 and 2/3
+            want = diagonal_em(X, start, 3, steps=steps if kind == "few" else 3)[0]
+            np.testing.assert_array_equal(variant_labels(name, X, start, 3), want)
+    np.testing.assert_allclose(between_share(np.column_stack([truth, np.ones(400)]), truth), [1.0, 0.0])
+
+
 def test_the_two_starts_variant_keeps_the_likelier_diagonal_mixture_beyond_four_columns():
     from sklearn.metrics import adjusted_rand_score
 
