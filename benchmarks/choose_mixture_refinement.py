@@ -150,8 +150,9 @@ NOISE_STEPS = {"own-full-p4-noise-1-step": (1, 0.5), "own-full-p4-noise-2-steps"
                "own-full-p4-noise-1-step-2-3": (1, 2 / 3), "own-full-p4-noise-2-steps-2-3": (2, 2 / 3)}
 NOISE_R2 = 0.05
 FIRST_VARIANTS = ("kmeans", *MIXTURES)
-VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS, *TRUST,
-            *BIC_COVARIANCE, *NOISE_STEPS)
+#: the variants that change today's ``own-full-p4`` only beyond 4 columns (full covariances up to 4, as today)
+BEYOND_FOUR = (*DIAGONAL_FLOORS, *TWO_STARTS, *DIAGONAL_STEPS, *TRUST, *BIC_COVARIANCE, *NOISE_STEPS)
+VARIANTS = (*FIRST_VARIANTS, *FULL, *FULL_ROWS, *BEYOND_FOUR)
 
 
 def between_share(X: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -185,52 +186,43 @@ def column_floors(X: np.ndarray) -> np.ndarray:
 def variant_labels(name: str, X: np.ndarray, candidate: np.ndarray, k: int) -> np.ndarray:
     from model.refinement import diagonal_em, full_em
 
+    def own_diagonal(start: np.ndarray, **changes):  # ``own-diagonal``'s EM with some of its settings changed
+        return diagonal_em(X, start, k, **{**MIXTURES["own-diagonal"], **changes})
+
     n, p = X.shape
     if name == "kmeans":
         return candidate
     if name in MIXTURES:
         return diagonal_em(X, candidate, k, **MIXTURES[name])[0]
+    if name in BEYOND_FOUR and p <= FULL["own-full-p4"]:
+        return full_em(X, candidate, k)[0]
     if name in DIAGONAL_FLOORS:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
         floor = DIAGONAL_FLOORS[name]
-        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"],
-                                               "floor": column_floors(X) if floor == "fine" else floor})[0]
+        return own_diagonal(candidate, floor=column_floors(X) if floor == "fine" else floor)[0]
     if name in DIAGONAL_STEPS:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
-        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"], "steps": DIAGONAL_STEPS[name]})[0]
+        return own_diagonal(candidate, steps=DIAGONAL_STEPS[name])[0]
     if name in TRUST:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
         from sklearn.metrics import adjusted_rand_score
 
         kept = None
         for steps in range(1, TRUST_MAX_STEPS + 1):
-            labels = diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"], "steps": steps})[0]
+            labels = own_diagonal(candidate, steps=steps)[0]
             if kept is not None and adjusted_rand_score(candidate, labels) < TRUST[name]:
                 break
             kept = labels
         return kept
     if name in BIC_COVARIANCE:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
         fits = [(diagonal_em(X, candidate, k, **MIXTURES[m]), MIXTURES[m]["shared"])
                 for m in ("own-diagonal", "shared-3-steps")]
         return min(fits, key=lambda fit: diagonal_bic(X, fit[0][1], fit[1]))[0][0]
     if name in NOISE_STEPS:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
         few_steps, fraction = NOISE_STEPS[name]
         noisy = np.mean(between_share(X, candidate) < NOISE_R2) > fraction
-        steps = few_steps if noisy else MIXTURES["own-diagonal"]["steps"]
-        return diagonal_em(X, candidate, k, **{**MIXTURES["own-diagonal"], "steps": steps})[0]
+        return own_diagonal(candidate, **({"steps": few_steps} if noisy else {}))[0]
     if name in TWO_STARTS:
-        if p <= FULL["own-full-p4"]:
-            return variant_labels("own-full-p4", X, candidate, k)
         from model.low_dim import kmeans_start
 
-        fits = [diagonal_em(X, start, k, **MIXTURES["own-diagonal"]) for start in (candidate, kmeans_start(X, k))]
+        fits = [own_diagonal(start) for start in (candidate, kmeans_start(X, k))]
         return max(fits, key=lambda fit: float(fit[1].posterior(X)[1].sum()))[0]
     if name in FULL or name in FULL_ROWS:
         full = (p <= FULL[name] if FULL.get(name) is not None else name in FULL or
