@@ -241,7 +241,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
 
     #: How a calibrated K ranker's answer becomes K: ``"top"``, its most probable K; ``"expected_ari"``, the
     #: candidate of highest expected ARI against the candidate at K ~ its probabilities (minimum Bayes risk, as
-    #: :func:`model.selection.expected_ari`). A design alternative judged on development data
+    #: :func:`model.selection.expected_ari`); ``"smallest-A"`` (A in (0, 1]), the smallest K whose probability is at
+    #: least A times the top one's. A design alternative judged on development data
     #: (``benchmarks/choose_k_decision.py``), not a parameter.
     _ranker_decision = "top"
     #: The skewness beyond which ``power_transform`` transforms a column (``model.power.MIN_SKEWNESS``; 0: every
@@ -448,6 +449,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 k_probs[: k_hi - 1] = k_probabilities(ranked[: k_hi - 1], temperature)
                 if self._ranker_decision == "expected_ari":  # the Bayes choice for the ARI under them
                     k_auto = int(np.argmax(expected_ari(candidates[: k_hi - 1], k_probs[: k_hi - 1]))) + 2
+                elif self._ranker_decision.startswith("smallest-"):  # the fewest clusters nearly as probable
+                    share = float(self._ranker_decision.removeprefix("smallest-"))
+                    k_auto = int(np.flatnonzero(k_probs >= share * k_probs.max())[0]) + 2
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         # member j's clusters at K onto member 0's, for the other rows (None: no network, the mixture assigns them)
         self._perms = None if perms is None else perms[:, k - 2, :k]

@@ -612,9 +612,10 @@ def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tm
     from model.estimator import TabClustPFN
 
     out = tmp_path / "choice-k-decision"
-    main(["--set", "prior", "--tasks", "3", "--workers", "1", "--out", str(out)])
+    main(["--set", "prior", "--tasks", "3", "--workers", "1", "--variants", "expected_ari", "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")
     assert len(df) == 3 and (df["top_rule"] == "ranker").all()
+    assert "top_k" in df and "expected_ari_k" in df and "smallest-0.5_k" not in df  # only those asked for
     report = (tmp_path / "choice-k-decision.md").read_text()
     assert "| prior | 3 | expected_ari |" in report and "Chosen: " in report
     assert "Command: `python benchmarks/choose_k_decision.py --set prior" in report
@@ -637,6 +638,13 @@ def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tm
     assert np.allclose(q, p[: len(q)]) and bayes.k_chosen_ == int(np.argmax(scores)) + 2
     TabClustPFN(random_state=0).fit(X)
     assert len(seen) == 1  # the default never asks for it
+    for share in (0.5, 0.8):  # parsimony: the smallest K at least `share` times as probable as the top one
+        fewest = estimator_for(f"smallest-{share}", None).fit(X)
+        assert fewest.k_chosen_ == int(np.flatnonzero(p >= share * p.max())[0]) + 2 <= top.k_chosen_
+    flat = np.array([0.3, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.2, 0.4])  # a spread over K = 2 and K = 10
+    monkeypatch.setattr(estimator_module, "k_probabilities", lambda scores, temperature: flat[: len(scores)])
+    assert estimator_for("smallest-0.5", None).fit(X).k_chosen_ == 2  # 0.3 >= 0.5 * 0.4
+    assert estimator_for("smallest-0.8", None).fit(X).k_chosen_ == 10  # 0.3 < 0.8 * 0.4: the top K
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("median", None)
 
