@@ -1,19 +1,27 @@
-"""The temperature of the probabilities over K that the BIC path gives (``model.low_dim``), fitted on development
-data and checked on a fresh draw of it.
+"""The BIC path's probabilities over K (``model.low_dim``), fitted on development data and checked on a fresh draw.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --out docs/results/bic-calibration
 
 On the tables of at most ``model.low_dim.MAX_WIDTH`` design columns of the development sets ``low-d`` (the paper's
 prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), in ``TabClustPFN``'s design space
 (``pipeline.k_ranker_fit.table_design``; no network runs), the BIC of every candidate K as the estimator's
-defaults compute it (:func:`model.low_dim.choose` from :func:`model.low_dim.kmeans_starts`; from the network's
-candidates until 2026-12-03). The probabilities over K are a softmax of the per-row score -BIC / (2N) at a
-temperature (:func:`model.k_ranker.k_probabilities`; 1 / N is Schwarz's approximation to the posterior over K); the
-temperature that maximises the likelihood of the labelled K on the first draw (validation seeds from 0) is fitted
-(:func:`model.k_ranker.fit_temperature`) and reported beside today's (``model.low_dim.TEMPERATURE``) on that draw
-and on a fresh one (``--fresh-offset``): how often the chosen K is the labelled one, the mean probability given to
-it, the expected calibration error of that top choice (10 bins), the mean log-likelihood of the labelled K. Writes
-``OUT.md`` and ``OUT.csv`` (one row per table: its draw, set, labelled K, chosen K and -BIC / (2N) per K).
+defaults compute it (:func:`model.low_dim.choose` from :func:`model.low_dim.kmeans_starts`). Two models of the
+probabilities over K, each fitted by maximum likelihood on the first draw (validation seeds from 0):
+
+- ``softmax``: a softmax of the per-row score -BIC / (2N) at a temperature (:func:`model.k_ranker.k_probabilities`;
+  1 / N is Schwarz's approximation to the posterior over K), fitted to the labelled K
+  (:func:`model.k_ranker.fit_temperature`);
+- ``top + softmax`` (:func:`model.low_dim.bic_probabilities`): the K of lowest BIC gets a logistic curve in the
+  log of its margin over the runner-up (half the BIC gap), fitted to whether it was the labelled K
+  (:func:`model.low_dim.fit_top_calibration`); the other K share the rest as the softmax at today's temperature
+  does.
+
+Each is reported with today's constants (``model.low_dim``: ``TEMPERATURE``, ``TOP_INTERCEPT``, ``TOP_SLOPE``) and
+with those fitted here, on that draw and on a fresh one (``--fresh-offset``): how often the chosen K is the labelled
+one, the mean probability given to it, the expected calibration error of that top choice (10 bins), the mean
+log-likelihood of the labelled K, how often the smallest set of K holding 80 % of the probability holds the labelled
+K, and its size. Writes ``OUT.md`` and ``OUT.csv`` (one row per table: its draw, set, rows, labelled K, chosen K and
+-BIC / (2N) per K).
 """
 
 from __future__ import annotations
@@ -51,32 +59,53 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
         choice = choose(X, kmeans_starts(X, k_hi), k_hi)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
-        rows.append({"draw": offset, "set": which, "table": name, "K": int(len(np.unique(y))), "k": choice.k,
+        rows.append({"draw": offset, "set": which, "table": name, "rows": X.shape[0], "K": int(len(np.unique(y))),
+                     "k": choice.k,
                      **{f"score_{k}": float(scores[k - 2]) for k in range(2, c_max + 2)}})
     return rows
 
 
-def summary(df: pd.DataFrame, temperature: float) -> dict[str, float]:
-    """The probabilities over K at ``temperature`` against the labelled K of ``df``'s tables."""
-    from model.k_ranker import k_probabilities, top_choice_ece
+def score_matrix(df: pd.DataFrame) -> np.ndarray:
+    """The per-row scores -BIC / (2N) of ``df``'s tables, (T, C) for K = 2..C+1."""
+    return df[[c for c in df.columns if c.startswith("score_")]].to_numpy(float)
 
-    scores = df[[c for c in df.columns if c.startswith("score_")]].to_numpy(float)
-    p = k_probabilities(scores, temperature)
+
+def probabilities(df: pd.DataFrame, temperature: float, top: tuple[float, float] | None = None) -> np.ndarray:
+    """The probabilities over K of ``df``'s tables: the softmax at ``temperature`` alone (``top`` None), or
+    :func:`model.low_dim.bic_probabilities` with ``top`` = (intercept, slope)."""
+    from model.k_ranker import k_probabilities
+    from model.low_dim import bic_probabilities
+
+    scores = score_matrix(df)
+    if top is None:
+        return k_probabilities(scores, temperature)
+    return bic_probabilities(scores, df["rows"].to_numpy(float), temperature, *top)
+
+
+def summary(df: pd.DataFrame, temperature: float, top: tuple[float, float] | None = None) -> dict[str, float]:
+    """The probabilities over K (:func:`probabilities`) against the labelled K of ``df``'s tables."""
+    from model.k_ranker import top_choice_ece
+
+    p = probabilities(df, temperature, top)
     idx = df["K"].to_numpy() - 2
     inside = (idx >= 0) & (idx < p.shape[1])
     true_p = np.where(inside, p[np.arange(len(p)), np.clip(idx, 0, p.shape[1] - 1)], 0.0)
     right = (df["k"] == df["K"]).to_numpy()
-    top = p.max(1)
+    top_p = p.max(1)
     log_true = float(np.log(np.clip(true_p, 1e-300, 1.0)).mean())
-    return {"tables": len(df), "top K right": float(right.mean()), "its mean probability": float(top.mean()),
-            "ECE": top_choice_ece(top, right), "mean log p(labelled K)": log_true}
+    order = np.argsort(-p, 1, kind="stable")
+    size = (np.cumsum(np.take_along_axis(p, order, 1), 1) < 0.8 - 1e-12).sum(1) + 1
+    holds = np.array([i in order[t, : size[t]] for t, i in enumerate(idx)])
+    return {"tables": len(df), "top K right": float(right.mean()), "its mean probability": float(top_p.mean()),
+            "ECE": top_choice_ece(top_p, right), "mean log p(labelled K)": log_true,
+            "80 % set holds K": float(holds.mean()), "80 % set size": float(size.mean())}
 
 
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import rows_per_set, write_results
     from model.estimator import default_checkpoint_path
     from model.k_ranker import fit_temperature
-    from model.low_dim import TEMPERATURE
+    from model.low_dim import TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE, fit_top_calibration, top_margin
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -93,20 +122,28 @@ def main(argv=None) -> None:
         rows += rows_per_set(_work, args.checkpoint, list(SIZES), SIZES, args.tasks, args.workers, extra=(offset,))
     df = pd.DataFrame(rows)
     fit = df[df["draw"] == 0]
-    scores = fit[[c for c in df.columns if c.startswith("score_")]].to_numpy(float)
-    temperature = fit_temperature(scores, fit["K"].to_numpy())
-    lines = ["| draw | set | temperature | tables | top K right | its mean probability | ECE "
-             "| mean log p(labelled K) |", "|---|---|---|---|---|---|---|---|"]
+    temperature = fit_temperature(score_matrix(fit), fit["K"].to_numpy())
+    finite = np.isfinite(top_margin(score_matrix(fit), fit["rows"].to_numpy(float)))
+    fitted_top = fit_top_calibration(top_margin(score_matrix(fit), fit["rows"].to_numpy(float))[finite],
+                                     (fit["k"] == fit["K"]).to_numpy()[finite])
+    models = [("softmax", "today's", TEMPERATURE, None), ("softmax", "fitted", temperature, None),
+              ("top + softmax", "today's", TEMPERATURE, (TOP_INTERCEPT, TOP_SLOPE)),
+              ("top + softmax", "fitted", TEMPERATURE, fitted_top)]
+    keys = ("tables", "top K right", "its mean probability", "ECE", "mean log p(labelled K)", "80 % set holds K",
+            "80 % set size")
+    lines = ["| draw | set | model | constants | " + " | ".join(keys) + " |", "|---|---|---|---|" + "---|" * len(keys)]
     for offset, draw in df.groupby("draw", sort=True):
         label = "fit" if offset == 0 else f"fresh (offset {offset})"
         for which, part in [("all", draw), *draw.groupby("set", sort=False)]:
-            for t in (TEMPERATURE, temperature):
-                s = summary(part, t)
-                lines.append(f"| {label} | {which} | {t:.3g} | {s['tables']} | {s['top K right']:.3f} | "
-                             f"{s['its mean probability']:.3f} | {s['ECE']:.3f} | {s['mean log p(labelled K)']:.3f} |")
+            for model, which_constants, t, top in models:
+                s = summary(part, t, top)
+                values = [f"{s[k]:.3f}" if k != "tables" else str(s[k]) for k in keys]
+                lines.append(f"| {label} | {which} | {model} | {which_constants} | " + " | ".join(values) + " |")
     given = sys.argv[1:] if argv is None else list(argv)
     out = ["# The BIC path's probabilities over K (development sets, tables of few columns)", "", *lines, "",
-           f"Fitted temperature (the fit draw's labelled K): {temperature:.4g}.", "",
+           f"Today's constants: temperature {TEMPERATURE:.4g}, top choice (intercept, slope) ({TOP_INTERCEPT:.4g}, "
+           f"{TOP_SLOPE:.4g}). Fitted on the fit draw: temperature {temperature:.4g} (the labelled K), top choice "
+           f"({fitted_top[0]:.4g}, {fitted_top[1]:.4g}) (whether the top K was the labelled one).", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/bic_calibration.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)

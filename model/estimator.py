@@ -175,8 +175,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         (``ModelConfig.k_ranker_temperature``), higher for a table whose continuous columns hold few distinct
         values, as real tables' rounded measurements do (``k_ranker_temperature_slope``, fitted on the development
         suite's real tables; :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
-        Where the BIC chose K (``k_selection_ = "bic"``): a softmax of -BIC / (2N) at a temperature fitted on
-        development data (:mod:`model.low_dim`, ``docs/results/bic-calibration.md``).
+        Where the BIC chose K (``k_selection_ = "bic"``): its K gets the probability a logistic curve in its BIC
+        margin over the runner-up gives, the other K share the rest as a softmax of -BIC / (2N) does, both fitted
+        on development data (:func:`model.low_dim.bic_probabilities`, ``docs/results/bic-calibration.md``).
         None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, -BIC / (2N), the posterior, or

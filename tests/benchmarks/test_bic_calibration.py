@@ -1,4 +1,4 @@
-"""benchmarks/bic_calibration.py: the BIC path's temperature, fitted on one draw and checked on a fresh one."""
+"""benchmarks/bic_calibration.py: the BIC path's probabilities over K, fitted on one draw and checked on a fresh one."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 
-def test_bic_calibration_fits_a_temperature_on_the_first_draw_and_reports_both(tmp_path):
-    from benchmarks.bic_calibration import main, summary
+def test_bic_calibration_fits_its_models_on_the_first_draw_and_reports_both_draws(tmp_path):
+    from benchmarks.bic_calibration import main
     from model.k_ranker import fit_temperature
+    from model.low_dim import fit_top_calibration, top_margin
 
     out = tmp_path / "bic-calibration"
     main(["--tasks", "3", "--workers", "1", "--fresh-offset", "500", "--out", str(out)])
@@ -20,9 +21,16 @@ def test_bic_calibration_fits_a_temperature_on_the_first_draw_and_reports_both(t
     fit = df[df["draw"] == 0]
     temperature = fit_temperature(fit[[c for c in df.columns if c.startswith("score_")]].to_numpy(float),
                                   fit["K"].to_numpy())
+    margin = top_margin(scores[df["draw"] == 0], fit["rows"].to_numpy(float))
+    finite = np.isfinite(margin)
+    top = fit_top_calibration(margin[finite], (fit["k"] == fit["K"]).to_numpy()[finite])
     report = (tmp_path / "bic-calibration.md").read_text()
-    assert f"Fitted temperature (the fit draw's labelled K): {temperature:.4g}." in report
-    assert "| fresh (offset 500) | all |" in report and "Command: " in report
+    assert f"Fitted on the fit draw: temperature {temperature:.4g} (the labelled K), top choice ({top[0]:.4g}, " \
+           f"{top[1]:.4g})" in report
+    for model in ("softmax", "top + softmax"):
+        for constants in ("today's", "fitted"):
+            assert f"| fresh (offset 500) | all | {model} | {constants} |" in report
+    assert "Command: " in report
     with pytest.raises(SystemExit):
         main(["--fresh-offset", "0", "--out", str(out)])
 
@@ -30,9 +38,17 @@ def test_bic_calibration_fits_a_temperature_on_the_first_draw_and_reports_both(t
 def test_the_summary_scores_the_top_choice_against_the_labelled_k():
     from benchmarks.bic_calibration import summary
 
-    df = pd.DataFrame({"K": [2, 3], "k": [2, 2], "score_2": [0.0, 0.0], "score_3": [-np.inf, -1.0]})
+    df = pd.DataFrame({"K": [2, 3], "k": [2, 2], "rows": [100, 100], "score_2": [0.0, 0.0],
+                       "score_3": [-np.inf, -1.0]})
     s = summary(df, temperature=1.0)
     assert s["tables"] == 2 and s["top K right"] == 0.5
     p_second = 1.0 / (1.0 + np.exp(-1.0))  # the second table: p(K = 2) at temperature 1
     assert s["its mean probability"] == pytest.approx((1.0 + p_second) / 2)
     assert s["mean log p(labelled K)"] == pytest.approx((0.0 + np.log(1.0 - p_second)) / 2)
+    assert s["80 % set size"] == pytest.approx(1.5) and s["80 % set holds K"] == 1.0  # the second: both K, its 3 in
+    from model.low_dim import top_probability
+
+    sure = summary(df, temperature=1.0, top=(-1.0, 0.0))  # the top choice given sigmoid(-1) at least: unchanged
+    assert sure["its mean probability"] == pytest.approx(s["its mean probability"])
+    surer = summary(df, temperature=1.0, top=(3.0, 0.0))
+    assert surer["its mean probability"] == pytest.approx((1.0 + float(top_probability(0.0, 3.0, 0.0))) / 2)

@@ -145,3 +145,36 @@ def test_a_design_with_a_coarse_column_keeps_the_floor_of_the_refinement():
     candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
     want = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=VARIANCE_FLOOR)
     np.testing.assert_allclose(choose(X, candidates, k_hi=6).bic, want.bic)
+
+
+def test_bic_probabilities_give_the_top_choice_its_calibrated_probability_and_the_rest_by_the_softmax():
+    from model.k_ranker import k_probabilities
+    from model.low_dim import TEMPERATURE, bic_probabilities, top_margin, top_probability
+
+    scores = np.array([[-1.00, -0.95, -0.99, -np.inf], [-1.0, -0.5, -0.9, -1.2]])
+    n = np.array([200, 800])
+    p = bic_probabilities(scores, n)
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    assert (p.argmax(1) == 1).all() and p[0, 3] == 0.0  # the K of lowest BIC stays the top; -inf stays impossible
+    np.testing.assert_allclose(top_margin(scores, n), [0.04 * 200, 0.4 * 800])  # half the BIC gap to the runner-up
+    q = k_probabilities(scores, TEMPERATURE)
+    np.testing.assert_allclose(p[:, 1], np.maximum(top_probability(top_margin(scores, n)), q[:, 1]))
+    others = np.array([0, 2])  # the rest keeps the softmax's proportions
+    np.testing.assert_allclose(p[:, others] / p[:, others].sum(1, keepdims=True),
+                               q[:, others] / q[:, others].sum(1, keepdims=True))
+    # a wider margin, in BIC units (so more rows at the same per-row gap), is a surer top choice
+    assert top_probability(10.0) < top_probability(100.0) < top_probability(1000.0) < 1.0
+    assert bic_probabilities(scores[:1], 2000)[0, 1] > p[0, 1]
+    tie = bic_probabilities(np.array([-1.0, -1.0, -3.0]), 500)  # a tie: the floor keeps both tied K level
+    assert tie[0] == pytest.approx(tie[1]) and tie[0] >= tie[2]
+    np.testing.assert_allclose(bic_probabilities(np.array([-1.0, -np.inf]), 100), [1.0, 0.0])  # one K: sure
+
+
+def test_fit_top_calibration_recovers_the_logistic_curve_it_was_drawn_from():
+    from model.low_dim import fit_top_calibration, top_probability
+
+    rng = np.random.default_rng(0)
+    margin = np.exp(rng.uniform(0.0, 6.0, size=20000)) - 1.0
+    right = rng.random(margin.size) < top_probability(margin, intercept=-2.0, slope=0.6)
+    intercept, slope = fit_top_calibration(margin, right)
+    assert intercept == pytest.approx(-2.0, abs=0.1) and slope == pytest.approx(0.6, abs=0.03)
