@@ -171,10 +171,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_probabilities_ : dict[int, float] or None
         Where the checkpoint's calibrated K ranker chose K: the probability that each K = 2..K_max is the table's
         number of groups (0 where not admissible; its argmax is ``n_clusters_`` unless ``allow_single_cluster``
-        answered one cluster or the refinement emptied a component), a softmax of the ranker's scores at a temperature fitted on held-out prior tables
-        (``ModelConfig.k_ranker_temperature``), higher for a table whose continuous columns hold few distinct
-        values, as real tables' rounded measurements do (``k_ranker_temperature_slope``, fitted on the development
-        suite's real tables; :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
+        answered one cluster or the refinement emptied a component), a softmax of the ranker's scores at a
+        temperature fitted on held-out prior tables (``ModelConfig.k_ranker_temperature``), higher for a table
+        whose continuous columns hold few distinct values, as real tables' rounded measurements do
+        (``k_ranker_temperature_slope``, fitted on the development suite's real tables;
+        :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
         Where the BIC chose K (``k_selection_ = "bic"``): its K gets the probability a logistic curve in its BIC
         margin over the runner-up gives, the other K share the rest as a softmax of -BIC / (2N) does, both fitted
         on development data (:func:`model.low_dim.bic_probabilities`, ``docs/results/bic-calibration.md``).
@@ -259,6 +260,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always" held on a fresh draw), not a
     #: parameter.
     _screen_categorical = False
+    #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
+    _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
@@ -366,7 +369,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 screen_noise=self.screen_noise, power_transform=self.power_transform,
                                 power_min_skewness=self._power_min_skewness,
                                 power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
-                                screen_categorical=self._screen_categorical)
+                                screen_categorical=self._screen_categorical,
+                                screen_categorical_alpha=self._screen_categorical_alpha)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)

@@ -226,6 +226,8 @@ class TablePreprocessor:
         With ``screen_noise``, drop the categorical columns independent of every other column too: where the
         continuous ones are screened (True) or wherever some column shows structure ("always");
         ``model.screening.noise_columns``'s ``categorical``.
+    screen_categorical_alpha : float or None, default=None
+        The level of the categorical columns' dependence tests there (None: the continuous columns').
 
     Attributes
     ----------
@@ -257,7 +259,8 @@ class TablePreprocessor:
     def __init__(self, max_features: int = 64, max_categories: int = 16, pca_components: str = "above_noise",
                  screen_noise: bool | str = False, power_transform: bool = False,
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
-                 power_min_width: int = 0, screen_categorical: bool | str = False) -> None:
+                 power_min_width: int = 0, screen_categorical: bool | str = False,
+                 screen_categorical_alpha: float | None = None) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -283,6 +286,7 @@ class TablePreprocessor:
         if screen_categorical not in CATEGORICAL_SCREENING:
             raise ValueError(f"screen_categorical must be one of {CATEGORICAL_SCREENING}, got {screen_categorical!r}")
         self.screen_categorical = screen_categorical
+        self.screen_categorical_alpha = screen_categorical_alpha
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -370,7 +374,7 @@ class TablePreprocessor:
             frame = frame.iloc[rows]
         trigger = "modes" if self.screen_noise == "auto" else "evidence"
         noise = noise_columns(self._encode(frame), self.cat_mask_, trigger=trigger,
-                              categorical=self.screen_categorical)
+                              categorical=self.screen_categorical, categorical_alpha=self.screen_categorical_alpha)
         if not noise.any():
             return
         self._screened_columns = [c for c, drop in zip(self.columns_, noise) if drop]

@@ -159,15 +159,26 @@ def _two_modes(x: np.ndarray, valley: float, min_mass: float) -> bool:
 CATEGORICAL_SCREENING = (False, True, "always")
 
 
+def _dependent(Z: np.ndarray, cat_mask: np.ndarray, alpha: float, categorical_alpha: float | None, joint: bool,
+               only: np.ndarray | None = None) -> np.ndarray:
+    """:func:`dependent_columns`, the categorical columns tested at ``categorical_alpha`` (None: at ``alpha``)."""
+    if categorical_alpha is None or categorical_alpha == alpha:
+        return dependent_columns(Z, cat_mask, alpha, joint, only=only)
+    only = np.ones(Z.shape[1], bool) if only is None else only
+    return (dependent_columns(Z, cat_mask, alpha, joint, only=only & ~cat_mask)
+            | dependent_columns(Z, cat_mask, categorical_alpha, joint, only=only & cat_mask))
+
+
 def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, valley: float = VALLEY,
                   min_mass: float = MIN_MASS, joint: bool = True, trigger: str = "evidence",
-                  categorical: bool | str = False) -> np.ndarray:
+                  categorical: bool | str = False, categorical_alpha: float | None = None) -> np.ndarray:
     """(D,) bool: the continuous columns that show no cluster structure, alone or with another column, in a table
     where some column does (none otherwise). ``Z``: the preprocessed table (z-scores and categorical codes).
     ``categorical``: ``True``: the categorical columns independent of every other column too, where the trigger
     lets the screening run (a category has no second mode to show; its levels are tested against the other
     columns as indicators); ``"always"``: those wherever some column shows a dependence or a second mode, even
-    where the ``"modes"`` trigger keeps every continuous column.
+    where the ``"modes"`` trigger keeps every continuous column. ``categorical_alpha``: the level of the
+    categorical columns' dependence tests (None: ``alpha``); a larger one keeps a category on weaker evidence.
 
     ``trigger``: what "some column does" means. ``"evidence"``: some column depends on another or has a second
     mode. ``"modes"``: some continuous column has a second mode, a structure that lives in few columns; where the
@@ -187,10 +198,11 @@ def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, val
         if not modes.any():
             if categorical != "always" or not cat_mask.any():
                 return np.zeros(d, bool)
-            evidence = dependent_columns(Z, cat_mask, alpha, joint)  # the categorical columns alone may go
+            evidence = _dependent(Z, cat_mask, alpha, categorical_alpha, joint)  # the categorical columns alone may go
             return cat_mask & ~evidence if evidence.any() else np.zeros(d, bool)
     # with the modes trigger only the continuous columns without a second mode may be dropped: test those alone
-    evidence = dependent_columns(Z, cat_mask, alpha, joint, only=eligible & ~modes if trigger == "modes" else None)
+    evidence = _dependent(Z, cat_mask, alpha, categorical_alpha, joint,
+                          only=eligible & ~modes if trigger == "modes" else None)
     if trigger == "evidence":  # no mode test where a dependence already shows
         for j in np.flatnonzero(continuous & ~evidence):
             modes[j] = multimodal(Z[:, j], valley, min_mass)

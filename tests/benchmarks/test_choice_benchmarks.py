@@ -710,6 +710,12 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert "Command: `python benchmarks/choose_categorical_screening.py --set cat-noise" in report
     assert [estimator_for(v, None)._screen_categorical for v in ("continuous", "categorical", "categorical-always")
             ] == [False, True, "always"]
+    lenient = estimator_for("categorical-always-0.2", None)
+    assert (lenient._screen_categorical, lenient._screen_categorical_alpha) == ("always", 0.2)
+    main(["--set", "cat-noise", "--tasks", "1", "--workers", "1", "--variants", "categorical-always-0.05",
+          "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline
+    assert "categorical-always-0.05_k" in df and "continuous_k" in df and "categorical_k" not in df
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 
