@@ -257,8 +257,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     _power_min_width = LOW_DIM_MAX_WIDTH
     #: Whether the noise screening drops categorical columns independent of every other column too
     #: (``TablePreprocessor(screen_categorical=)``): a design switch judged on development data
-    #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always" held on a fresh draw), not a
-    #: parameter.
+    #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always", at the level 0.01 or 0.05, held on
+    #: a fresh draw), not a parameter.
     _screen_categorical = False
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
