@@ -881,3 +881,35 @@ def test_adaptive_orderings_answer_as_two_where_they_agree_and_as_four_elsewhere
     assert "Share of tables answered by 2 orderings" in report and "from the lower to the upper bound" in report
     assert "Chosen: " in report
     assert "Command: `python benchmarks/choose_adaptive_ensemble.py --set low-d" in report
+
+
+def test_choose_quantized_runs_the_int8_copy_of_the_network_and_leaves_the_float_one_as_it_was(tmp_path):
+    import torch
+
+    from benchmarks.choose_quantized import VARIANTS, estimator_for, main
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 150)
+    X = rng.normal(size=(150, 8)) + 5.0 * y[:, None]
+    fits = {}
+    for v in VARIANTS:
+        est = estimator_for(v, None)
+        est.fit(X)
+        net, _ = est._network(est._checkpoint_path(), torch.device("cpu"))
+        fits[v] = (est, net)
+    float_net, int8_net = fits["float32"][1], fits["int8"][1]
+    kinds = lambda net: {type(m).__module__ for m in net.modules() if "Linear" in type(m).__name__}  # noqa: E731
+    assert kinds(float_net) == {"torch.nn.modules.linear"}
+    assert kinds(int8_net) and all("quantized" in k for k in kinds(int8_net))  # every linear layer is int8
+    assert fits["int8"][0]._network(fits["int8"][0]._checkpoint_path(), torch.device("cpu"))[0] is int8_net  # once
+    assert fits["int8"][0].labels_.shape == (150,)
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("int4", None)
+
+    out = tmp_path / "choice-quantized"
+    main(["--set", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 2 and all(df[v].between(-1, 1).all() and (df[f"{v}_s"] > 0).all() for v in VARIANTS)
+    report = (tmp_path / "choice-quantized.md").read_text()
+    assert "| prior | 2 | float32 |" in report and "| int8 | " in report.split("Fit time")[1]
+    assert "Chosen: " in report and "Command: `python benchmarks/choose_quantized.py --set prior" in report
