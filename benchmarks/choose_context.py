@@ -40,16 +40,13 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
+    from benchmarks.choose_k_rule import cost_choice
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-context", argv)
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
     # the second time column: the tables where a smaller context changes anything
-    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "context rows",
-                                           ("tables of > 500 rows", df["1000_context"] > 500), lambda v: f"{v} rows")
-    choice = f"Chosen: {f'{chosen} rows' if chosen else f'none (the baseline, {BASELINE} rows, stays)'}."
-    write_results(args.out, df, cost_report(args, argv, "Context rows per fit", "context", lines, times, verdicts,
-                                            "setting", choice, "choose_context.py"))
+    cost_choice(_work, __doc__, argv, out="docs/results/choice-context", variants=VARIANTS, baseline=BASELINE,
+                setting="context rows", subset=lambda df: ("tables of > 500 rows", df["1000_context"] > 500),
+                unit=lambda v: f"{v} rows", title="Context rows per fit", column="context", what="setting",
+                script="choose_context.py")
 
 
 if __name__ == "__main__":

@@ -39,16 +39,12 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
+    from benchmarks.choose_k_rule import cost_choice
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-ensemble", argv)
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
-    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "orderings",
-                                           ("dev", df.set == "dev"),
-                                           lambda v: f"{v} ordering{'s' if v != '1' else ''}")
-    choice = f"Chosen: {f'{chosen} orderings' if chosen else f'none (the baseline, {BASELINE} orderings, stays)'}."
-    write_results(args.out, df, cost_report(args, argv, "Column orderings averaged per fit", "orderings", lines,
-                                            times, verdicts, "count", choice, "choose_ensemble.py"))
+    cost_choice(_work, __doc__, argv, out="docs/results/choice-ensemble", variants=VARIANTS, baseline=BASELINE,
+                setting="orderings", subset=lambda df: ("dev", df.set == "dev"),
+                unit=lambda v: f"{v} ordering{'s' if v != '1' else ''}", title="Column orderings averaged per fit",
+                column="orderings", what="count", script="choose_ensemble.py")
 
 
 if __name__ == "__main__":

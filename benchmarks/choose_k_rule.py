@@ -240,6 +240,18 @@ def cost_report(args, argv, title: str, column: str, lines: list[str], times: li
             checkpoint_line(args.checkpoint), *machine_lines()]
 
 
+def cost_choice(work, doc: str, argv, *, out: str, variants, baseline: str, setting: str, subset, unit, title: str,
+                column: str, what: str, script: str, sizes: dict[str, int] | None = None) -> None:
+    """A whole choice made for cost by ``benchmarks/SCRIPT``: the rows of ``work`` (:func:`estimator_variant_rows`),
+    the paired table, :func:`cost_verdict` (``subset(df)``: its extra time column) and :func:`cost_report`, written
+    to ``--out`` (default ``out``); ``unit(variant)`` names a variant in the verdicts and the chosen line."""
+    args, df = estimator_variant_rows(work, doc, out, argv, sizes=sizes)
+    lines, diffs = table(df, list(variants), baseline)
+    chosen, times, verdicts = cost_verdict(df, diffs, list(variants), baseline, setting, subset(df), unit)
+    choice = f"Chosen: {unit(chosen) if chosen else f'none (the baseline, {unit(baseline)}, stays)'}."
+    write_results(args.out, df, cost_report(args, argv, title, column, lines, times, verdicts, what, choice, script))
+
+
 def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BASELINE
             ) -> tuple[str | None, list[str]]:
     lines, qualified = [], {}

@@ -69,15 +69,12 @@ def _work(args: tuple) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import cost_report, cost_verdict, estimator_variant_rows, table, write_results
+    from benchmarks.choose_k_rule import cost_choice
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-quantized", argv, sizes=SIZES)
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
-    chosen, times, verdicts = cost_verdict(df, diffs, list(VARIANTS), BASELINE, "network",
-                                           ("tables of > 4 columns", df["columns"] > 4), lambda v: f"`{v}`")
-    choice = f"Chosen: {f'`{chosen}`' if chosen else f'none (the baseline, `{BASELINE}`, stays)'}."
-    write_results(args.out, df, cost_report(args, argv, "The network's linear layers in int8", "network", lines,
-                                            times, verdicts, "network", choice, "choose_quantized.py"))
+    cost_choice(_work, __doc__, argv, out="docs/results/choice-quantized", variants=VARIANTS, baseline=BASELINE,
+                setting="network", subset=lambda df: ("tables of > 4 columns", df["columns"] > 4),
+                unit=lambda v: f"`{v}`", title="The network's linear layers in int8", column="network",
+                what="network", script="choose_quantized.py", sizes=SIZES)
 
 
 if __name__ == "__main__":
