@@ -249,4 +249,3 @@ def _independence_p(codes: np.ndarray, labels: np.ndarray) -> float:
     if counts.shape[0] < 2:
         return 1.0
     return float(chi2_contingency(counts, correction=False).pvalue)
-    return out
