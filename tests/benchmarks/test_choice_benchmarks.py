@@ -913,3 +913,29 @@ def test_choose_quantized_runs_the_int8_copy_of_the_network_and_leaves_the_float
     report = (tmp_path / "choice-quantized.md").read_text()
     assert "| prior | 2 | float32 |" in report and "| int8 | " in report.split("Fit time")[1]
     assert "Chosen: " in report and "Command: `python benchmarks/choose_quantized.py --set prior" in report
+
+
+def test_peers_dev_compares_the_defaults_with_each_peer_table_by_table_and_names_where_a_peer_wins(tmp_path):
+    from benchmarks.peers_dev import PEERS, REFERENCE, behind, main, report_lines
+
+    out = tmp_path / "peers-dev"
+    main(["--set", "low-d", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 2 and list(df.set) == ["low-d", "low-d"]
+    for method in (REFERENCE, *PEERS):
+        assert df[method].between(-1, 1).all() and (df[f"{method}_k"] >= 2).all() and (df[f"{method}_s"] > 0).all()
+    report = (tmp_path / "peers-dev.md").read_text()
+    assert all(f"| low-d | 2 | {peer} |" in report for peer in PEERS)
+    assert "Command: `python benchmarks/peers_dev.py --set low-d" in report
+
+    # a set where the peer wins every table by 0.2 is named; one where the reference wins is not
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.3, 0.6, 12)
+    frame = pd.DataFrame({"set": ["a"] * 6 + ["b"] * 6, "K": 3, REFERENCE: base, "KMeans+": base,
+                          f"{REFERENCE}_k": 3, "KMeans+_k": 4})
+    frame.loc[frame.set == "a", "KMeans+"] += 0.2 + rng.uniform(0, 0.01, 6)
+    frame.loc[frame.set == "b", "KMeans+"] -= 0.2
+    assert behind(frame, ["KMeans+"]) == [f"a (KMeans+, {-(frame.loc[:5, 'KMeans+'] - base[:6]).mean():+.3f})"]
+    lines = report_lines(frame, ["KMeans+"])
+    assert "| a | 6 | KMeans+ |" in lines[2] and "| 0.00 | 0.00 / 1.00 |" in lines[2]
+    assert "| b | 6 | KMeans+ |" in lines[3] and "| 1.00 |" in lines[3]
