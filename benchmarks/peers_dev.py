@@ -45,10 +45,7 @@ def _work(args: tuple) -> list[dict]:
 
     checkpoint, which, n, start, stop, offset, methods = args
     torch.set_num_threads(1)
-    specs = select_methods(list(methods))
-    warm = EvalDataset("warm-up", "dev-sets", which, pd.DataFrame(np.random.default_rng(0).normal(size=(32, 2)),
-                                                                 columns=["a", "b"]), np.r_[[0] * 16, [1] * 16], 2)
-    run_method(select_methods([REFERENCE])[0], warm, checkpoint=checkpoint)  # the network loaded before any clock
+    specs = select_methods(list(methods))  # run_method loads TabClustPFN's network before its clock starts
     rows = []
     for i, (name, frame, y) in enumerate(tables(which, n, offset)):
         if not start <= i < stop:
@@ -70,56 +67,45 @@ def _work(args: tuple) -> list[dict]:
     return rows
 
 
-def report_lines(df: pd.DataFrame, peers: list[str]) -> list[str]:
-    """The per-set table: median ARI of each method, and TabClustPFN against each peer."""
-    from pipeline.evaluation.doc_tables import mean_interval, win_rate
+def _comparisons(df: pd.DataFrame, peers: list[str]):
+    """(set, its rows, peer, (mean, low, high) of TabClustPFN - peer, the differences) per set and peer."""
+    from pipeline.evaluation.doc_tables import mean_interval
 
-    lines = ["| set | tables | peer | median ARI TabClustPFN / peer | TabClustPFN - peer, mean [95 % CI] | "
-             "TabClustPFN wins | mean abs K error TabClustPFN / peer |", "|---|---|---|---|---|---|---|"]
     for which, part in df.groupby("set", sort=False):
-        ours_k = (part[f"{REFERENCE}_k"] - part.K).abs().mean()
         for peer in peers:
             diff = (part[REFERENCE] - part[peer]).to_numpy(float)
-            mean, low, high = mean_interval(diff)
-            lines.append(f"| {which} | {len(part)} | {peer} | {part[REFERENCE].median():.3f} / "
-                         f"{part[peer].median():.3f} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] | {win_rate(diff):.2f} | "
-                         f"{ours_k:.2f} / {(part[f'{peer}_k'] - part.K).abs().mean():.2f} |")
+            yield which, part, peer, mean_interval(diff), diff
+
+
+def report_lines(df: pd.DataFrame, peers: list[str]) -> list[str]:
+    """The per-set table: median ARI of each method, and TabClustPFN against each peer."""
+    from pipeline.evaluation.doc_tables import win_rate
+
+    error = lambda part, method: (part[f"{method}_k"] - part.K).abs().mean()  # noqa: E731
+    lines = ["| set | tables | peer | median ARI TabClustPFN / peer | TabClustPFN - peer, mean [95 % CI] | "
+             "TabClustPFN wins | mean abs K error TabClustPFN / peer |", "|---|---|---|---|---|---|---|"]
+    for which, part, peer, (mean, low, high), diff in _comparisons(df, peers):
+        lines.append(f"| {which} | {len(part)} | {peer} | {part[REFERENCE].median():.3f} / "
+                     f"{part[peer].median():.3f} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] | {win_rate(diff):.2f} | "
+                     f"{error(part, REFERENCE):.2f} / {error(part, peer):.2f} |")
     return lines
 
 
 def behind(df: pd.DataFrame, peers: list[str]) -> list[str]:
     """The (set, peer) pairs where TabClustPFN's mean difference has a 95 % interval wholly below 0."""
-    from pipeline.evaluation.doc_tables import mean_interval
-
-    out = []
-    for which, part in df.groupby("set", sort=False):
-        for peer in peers:
-            mean, low, high = mean_interval((part[REFERENCE] - part[peer]).to_numpy(float))
-            if high < 0:
-                out.append(f"{which} ({peer}, {mean:+.3f})")
-    return out
+    return [f"{which} ({peer}, {mean:+.3f})"
+            for which, _, peer, (mean, _, high), _ in _comparisons(df, peers) if high < 0]
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import rows_per_set, write_results
-    from model.estimator import default_checkpoint_path
+    from benchmarks.choose_k_rule import estimator_variant_rows, write_results
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
-    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES), help="default: all of them")
-    ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS), help="default: all of them")
-    ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
-    ap.add_argument("--offset", type=int, default=0, help="the synthetic sets' tables from this validation seed on")
-    ap.add_argument("--out", default="docs/results/peers-dev")
-    args = ap.parse_args(argv)
-    if args.offset and "dev" in args.set:
-        ap.error("--offset draws fresh synthetic tables; the dev suite has none: leave dev out of --set")
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS), help="default: all of them")
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/peers-dev", argv, sizes=SIZES, parents=(own,),
+                                      passed=lambda a: ((REFERENCE, *a.peers),))
     methods = (REFERENCE, *args.peers)
-    rows = rows_per_set(_work, args.checkpoint, args.set, SIZES, args.tasks, args.workers,
-                        extra=(args.offset, methods))
-    df = pd.DataFrame(rows)
     failed = {m: int(df[f"{m}_error"].notna().sum()) for m in methods if f"{m}_error" in df}
     times = ", ".join(f"{m} {df[f'{m}_s'].median():.3f}" for m in methods)
     given = sys.argv[1:] if argv is None else list(argv)
