@@ -139,6 +139,23 @@ def bic_select(X: np.ndarray, seed: int, k_range: range = SILHOUETTE_K_RANGE) ->
     return best[1], best[2]
 
 
+#: This process's TabClustPFN for one set of settings (an evaluation runs one at a time per worker).
+_LOADED: dict[tuple, object] = {}
+
+
+def _tabclustpfn(checkpoint: str | None, seed: int, settings: tuple[tuple[str, object], ...]):
+    """A TabClustPFN with ``settings`` (``load_estimator``'s keywords) and K inferred, its network loaded by a
+    warm-up fit once per process and kept for every later table with the same settings; the caller sets
+    ``n_clusters`` per table. Only the last settings are kept, so one process holds at most one network."""
+    from pipeline.batch_cluster import load_estimator
+
+    key = (checkpoint, seed, settings)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = load_estimator(checkpoint, None, seed, **dict(settings))
+    return _LOADED[key]
+
+
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,
                k_selection: str | None = None, n_estimators: int | None = None, refine: str | None = None,
                allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
@@ -150,7 +167,8 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
     ``power_transform`` its Yeo-Johnson transform of skewed columns (None: the defaults).
 
     The time covers the clustering only: TabClustPFN's network is loaded (by a tiny warm-up fit) before the
-    clock starts, as the baselines' libraries are imported before it.
+    clock starts, as the baselines' libraries are imported before it; it is loaded once per process and
+    setting, not per table (the checkpoint's file is read again only when it changes).
 
     Returns
     -------
@@ -159,12 +177,11 @@ def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed
         ``k_probabilities_``: a dict over K, or None).
     """
     if spec.family == "TabClustPFN":
-        from pipeline.batch_cluster import load_estimator
-
-        est = load_estimator(checkpoint, dataset.n_clusters if spec.k_mode == "true" else None, seed, k_selection,
-                             n_estimators=n_estimators, refine=refine, allow_single_cluster=allow_single_cluster,
-                             screen_noise=screen_noise, dequantize=dequantize,
-                             power_transform=power_transform)
+        settings = (("k_selection", k_selection), ("n_estimators", n_estimators), ("refine", refine),
+                    ("allow_single_cluster", allow_single_cluster), ("screen_noise", screen_noise),
+                    ("dequantize", dequantize), ("power_transform", power_transform))
+        est = _tabclustpfn(checkpoint, seed, settings)
+        est.set_params(n_clusters=dataset.n_clusters if spec.k_mode == "true" else None)
         start = time.perf_counter()
         est.fit(dataset.features)
         seconds = time.perf_counter() - start

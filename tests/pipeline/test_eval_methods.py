@@ -59,3 +59,22 @@ def test_baselines_get_one_hot_categoricals_and_true_k():
     assert out["k_pred"] == 3 and out["labels"].shape == (150,) and out["seconds"] > 0
     auto = run_method(next(m for m in METHODS if m.name == "DBSCAN"), ds, seed=0)
     assert auto["k_pred"] == len(set(auto["labels"]) - {-1})
+
+
+def test_tabclustpfn_loads_once_per_process_and_clusters_as_a_fresh_estimator(tiny_checkpoint):
+    from pipeline.batch_cluster import load_estimator
+    from pipeline.evaluation import methods
+
+    given, inferred = (next(m for m in METHODS if m.name == n) for n in ("TabClustPFN*", "TabClustPFN"))
+    methods._LOADED.clear()
+    runs = [(spec, _blobs(k, seed=k)) for k in (3, 4) for spec in (given, inferred)]
+    outs = [run_method(spec, ds, checkpoint=tiny_checkpoint, seed=0, n_estimators=2) for spec, ds in runs]
+    (loaded,) = methods._LOADED.values()  # one warm-up load served all four tables
+    for (spec, ds), out in zip(runs, outs):  # a reused estimator keeps nothing of the table before
+        fresh = load_estimator(tiny_checkpoint, ds.n_clusters if spec.k_mode == "true" else None, 0,
+                               n_estimators=2).fit(ds.features)
+        assert np.array_equal(out["labels"], fresh.labels_) and out["k_pred"] == fresh.n_clusters_
+        if spec.k_mode == "true":
+            assert out["k_pred"] == ds.n_clusters
+    run_method(inferred, runs[0][1], checkpoint=tiny_checkpoint, seed=0, n_estimators=1)
+    assert len(methods._LOADED) == 1 and loaded not in methods._LOADED.values()  # other settings: a new load
