@@ -77,7 +77,7 @@ class StreamConfig:
     prior's N and D ranges, picked with probability proportional to their width) and every task of the step
     samples N and D inside them, so micro-batches need little padding, workers get equal work, and the marginal
     over N and D stays the prior's. ``curriculum_steps > 0`` ramps the largest N linearly from
-    ``curriculum_n_start`` to the prior's largest N over that many steps.
+    ``curriculum_n_start`` (None: the prior's smallest N) to the prior's largest N over that many steps.
     """
 
     kind: PriorKind = "mix"
@@ -100,8 +100,6 @@ class StreamConfig:
             raise ValueError(f"StreamConfig.actor_cpus must be > 0, got {self.actor_cpus}")
         if self.curriculum_steps < 0:
             raise ValueError("StreamConfig.curriculum_steps must be >= 0")
-        if self.curriculum_steps and self.curriculum_n_start is None:
-            raise ValueError("StreamConfig.curriculum_steps needs curriculum_n_start (the largest N at step 0)")
         if self.curriculum_n_start is not None and not (
             self.prior.n_rows[0] <= self.curriculum_n_start <= self.prior.n_rows[1]
         ):

@@ -76,9 +76,10 @@ def step_prior_config(stream: StreamConfig, run_seed: int, step: int) -> PriorCo
     """The prior of step ``step``: ``stream.prior`` narrowed to the step's N and D buckets (and curriculum)."""
     prior = stream.prior
     n_min, n_max = prior.n_rows
-    if stream.curriculum_steps and stream.curriculum_n_start is not None:
+    if stream.curriculum_steps:
+        start = n_min if stream.curriculum_n_start is None else stream.curriculum_n_start
         frac = min(1.0, step / stream.curriculum_steps)
-        n_max = int(round(stream.curriculum_n_start + frac * (n_max - stream.curriculum_n_start)))
+        n_max = int(round(start + frac * (n_max - start)))
     rng = np.random.default_rng([run_seed, step, 0x5EED])
     n_rows = _bucket(n_min, n_max, stream.size_buckets, rng)
     n_features = _bucket(*prior.n_features, stream.size_buckets, rng)

@@ -17,8 +17,9 @@ from typing import Any, Literal, Mapping, Union
 
 from pipeline.config import TrainConfig
 
-StudyName = Literal["pin-loss", "decoder", "prior", "cin-loss", "coupling", "surplus-k", "hparams"]
-STUDY_NAMES: tuple[str, ...] = ("pin-loss", "decoder", "prior", "cin-loss", "coupling", "surplus-k", "hparams")
+StudyName = Literal["pin-loss", "decoder", "prior", "cin-loss", "coupling", "surplus-k", "curriculum", "hparams"]
+STUDY_NAMES: tuple[str, ...] = ("pin-loss", "decoder", "prior", "cin-loss", "coupling", "surplus-k", "curriculum",
+                                "hparams")
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,13 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
             {"objective.surplus_k_weight": Grid((0.0, 0.5, 1.0))},
             labels={0.0: "True K only (paper)", 0.5: "Surplus K x0.5", 1.0: "Surplus K x1"},
             choice="True K only (paper)", primary="k_abs_err")
+    if name == "curriculum":  # not in the paper: the largest N of the tasks ramps up over the budget's first half
+        ramp = max(1, budget_steps // 2)
+        return Study(
+            name, "N curriculum (not in the paper; equal steps, so ms/step shows the compute it saves)",
+            {"stream.curriculum_steps": Grid((0, ramp))},
+            labels={0: "Prior's N from step 0", ramp: f"N ramped over {ramp} steps"},
+            choice="Prior's N from step 0")
     if name == "hparams":
         return Study(name, "Learning rate, warm-up and model width", _hparam_space(base, budget_steps))
     raise ValueError(f"unknown study {name!r}: choose one of {', '.join(STUDY_NAMES)}")

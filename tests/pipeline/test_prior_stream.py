@@ -48,6 +48,10 @@ def test_curriculum_ramps_the_largest_n():
     assert step_prior_config(stream, 0, 0).n_rows == (60, 100)
     assert step_prior_config(stream, 0, 50).n_rows == (60, 250)
     assert step_prior_config(stream, 0, 500).n_rows == (60, 400)
+    from_smallest = dataclasses.replace(stream, curriculum_n_start=None)  # the ramp starts at the prior's smallest N
+    assert step_prior_config(from_smallest, 0, 0).n_rows == (60, 60)
+    assert step_prior_config(from_smallest, 0, 50).n_rows == (60, 230)
+    assert step_prior_config(dataclasses.replace(from_smallest, curriculum_steps=0), 0, 0).n_rows == (60, 400)
 
 
 def test_micro_batch_tasks_lie_in_the_step_bucket():
