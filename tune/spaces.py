@@ -186,8 +186,8 @@ def study_space(name: str, base: TrainConfig, budget_steps: int) -> Study:
         return Study(
             name, "N curriculum (not in the paper; equal steps, so ms/step shows the compute it saves)",
             {"stream.curriculum_steps": Grid((0, ramp))},
-            labels={0: "Prior's N from step 0", ramp: f"N ramped over {ramp} steps"},
-            choice="Prior's N from step 0")
+            labels={0: "No curriculum (paper)", ramp: f"N ramped over {ramp} steps"},
+            choice="No curriculum (paper)")
     if name == "hparams":
         return Study(name, "Learning rate, warm-up and model width", _hparam_space(base, budget_steps))
     raise ValueError(f"unknown study {name!r}: choose one of {', '.join(STUDY_NAMES)}")
