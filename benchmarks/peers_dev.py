@@ -8,7 +8,7 @@ table of ``benchmarks/choose_checkpoint.py``'s sets (``prior``, ``noisy``, ``one
 ``skewed``, ``low-d``, ``mid-d``, ``cat-noise``, ``dev``, ``shapes``) is preprocessed as ``jobs/evaluate.py`` does
 (imputed, numeric columns z-normalised, categorical ones one-hot for the peers:
 :func:`pipeline.evaluation.suites.preprocess_table`) and clustered by ``TabClustPFN`` at its defaults and by each
-peer, K inferred, every method by :func:`pipeline.evaluation.methods.run_method` on one torch thread.
+peer, K inferred, every method by :func:`pipeline.evaluation.runner.evaluate_pair` on one torch thread.
 
 Per set and peer: median ARI, the paired mean difference TabClustPFN - peer with its 95 % t-interval, the share of
 tables TabClustPFN wins (a tie counts half) and each method's mean |K^ - K|. A family where a peer wins is where the
@@ -37,10 +37,10 @@ SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "ske
 def _work(args: tuple) -> list[dict]:
     """(checkpoint, set, n, start, stop, offset, methods) -> a row per table: per method its ARI, K and seconds."""
     import torch
-    from sklearn.metrics import adjusted_rand_score
 
     from benchmarks.choose_checkpoint import tables
-    from pipeline.evaluation.methods import run_method, select_methods
+    from pipeline.evaluation.methods import select_methods
+    from pipeline.evaluation.runner import evaluate_pair
     from pipeline.evaluation.suites import EvalDataset, preprocess_table
 
     checkpoint, which, n, start, stop, offset, methods = args
@@ -56,13 +56,12 @@ def _work(args: tuple) -> list[dict]:
         row = {"set": which, "table": name, "K": ds.n_clusters, "rows": features.shape[0],
                "columns": features.shape[1]}
         for spec in specs:
-            try:
-                out = run_method(spec, ds, checkpoint=checkpoint)
-                row.update({spec.name: adjusted_rand_score(y, out["labels"]), f"{spec.name}_k": out["k_pred"],
-                            f"{spec.name}_s": out["seconds"]})
-            except (ValueError, np.linalg.LinAlgError) as exc:  # a failed run counts as ARI 0, as the evaluation's
+            out = evaluate_pair(spec, ds, checkpoint, seed=0)
+            if out["status"] == "ok":
+                row.update({spec.name: out["ari"], f"{spec.name}_k": out["k_pred"], f"{spec.name}_s": out["seconds"]})
+            else:  # a failed run counts as ARI 0, as in the evaluation's ranks
                 row.update({spec.name: 0.0, f"{spec.name}_k": np.nan, f"{spec.name}_s": np.nan,
-                            f"{spec.name}_error": str(exc)[:200]})
+                            f"{spec.name}_error": out["error"][:200]})
         rows.append(row)
     return rows
 

@@ -13,6 +13,7 @@ for the automatic baselines the number of clusters they return, not counting the
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -139,21 +140,14 @@ def bic_select(X: np.ndarray, seed: int, k_range: range = SILHOUETTE_K_RANGE) ->
     return best[1], best[2]
 
 
-#: This process's TabClustPFN for one set of settings (an evaluation runs one at a time per worker).
-_LOADED: dict[tuple, object] = {}
-
-
+@functools.lru_cache(maxsize=1)
 def _tabclustpfn(checkpoint: str | None, seed: int, settings: tuple[tuple[str, object], ...]):
     """A TabClustPFN with ``settings`` (``load_estimator``'s keywords) and K inferred, its network loaded by a
     warm-up fit once per process and kept for every later table with the same settings; the caller sets
     ``n_clusters`` per table. Only the last settings are kept, so one process holds at most one network."""
     from pipeline.batch_cluster import load_estimator
 
-    key = (checkpoint, seed, settings)
-    if key not in _LOADED:
-        _LOADED.clear()
-        _LOADED[key] = load_estimator(checkpoint, None, seed, **dict(settings))
-    return _LOADED[key]
+    return load_estimator(checkpoint, None, seed, **dict(settings))
 
 
 def run_method(spec: MethodSpec, dataset, *, checkpoint: str | None = None, seed: int = 0,

@@ -66,10 +66,10 @@ def test_tabclustpfn_loads_once_per_process_and_clusters_as_a_fresh_estimator(ti
     from pipeline.evaluation import methods
 
     given, inferred = (next(m for m in METHODS if m.name == n) for n in ("TabClustPFN*", "TabClustPFN"))
-    methods._LOADED.clear()
+    methods._tabclustpfn.cache_clear()
     runs = [(spec, _blobs(k, seed=k)) for k in (3, 4) for spec in (given, inferred)]
     outs = [run_method(spec, ds, checkpoint=tiny_checkpoint, seed=0, n_estimators=2) for spec, ds in runs]
-    (loaded,) = methods._LOADED.values()  # one warm-up load served all four tables
+    assert methods._tabclustpfn.cache_info().misses == 1  # one warm-up load served all four tables
     for (spec, ds), out in zip(runs, outs):  # a reused estimator keeps nothing of the table before
         fresh = load_estimator(tiny_checkpoint, ds.n_clusters if spec.k_mode == "true" else None, 0,
                                n_estimators=2).fit(ds.features)
@@ -77,4 +77,5 @@ def test_tabclustpfn_loads_once_per_process_and_clusters_as_a_fresh_estimator(ti
         if spec.k_mode == "true":
             assert out["k_pred"] == ds.n_clusters
     run_method(inferred, runs[0][1], checkpoint=tiny_checkpoint, seed=0, n_estimators=1)
-    assert len(methods._LOADED) == 1 and loaded not in methods._LOADED.values()  # other settings: a new load
+    info = methods._tabclustpfn.cache_info()  # other settings: a new load, and only it is kept
+    assert info.misses == 2 and info.currsize == 1
