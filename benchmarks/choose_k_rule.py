@@ -125,11 +125,13 @@ ESTIMATOR_SET_SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coar
 
 
 def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, stop: int, offset: int,
-             extra=None) -> list[dict]:
+             extra=None, alter=None) -> list[dict]:
     """Tables start..stop-1 of the first ``n`` of development set ``which`` (from validation seed ``offset``), each
     fitted by ``make(variant, checkpoint)`` (an unfitted ``TabClustPFN``) for every variant, on one torch thread (as
     ``jobs/evaluate.py`` runs a method; the caller's threads are given back) -> a row per table: per variant its
-    ARI, K (``VARIANT_k``), seconds (``VARIANT_s``) and ``extra(estimator)``'s fields (``VARIANT_FIELD``)."""
+    ARI, K (``VARIANT_k``), seconds (``VARIANT_s``) and ``extra(estimator)``'s fields (``VARIANT_FIELD``).
+    ``alter(frame, seed)``: the table every variant is given instead (seed: the table's index in the set plus
+    ``offset``); the row then holds its share of missing cells (``missing_share``)."""
     import time
 
     import torch
@@ -149,6 +151,9 @@ def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, st
                 continue
             row = {"set": which, "table": name, "K": int(len(np.unique(y))), "rows": frame.shape[0],
                    "columns": frame.shape[1]}
+            if alter is not None:
+                frame = alter(frame, offset + i)
+                row["missing_share"] = float(frame.isna().to_numpy().mean())
             for variant, est in estimators.items():
                 started = time.perf_counter()
                 est.fit(frame)

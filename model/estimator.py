@@ -21,7 +21,7 @@ from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.preprocessing import TablePreprocessor, as_frame
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
@@ -151,6 +151,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         concentrations) is not read as clusters. By the decision protocol against ``False``: skewed columns +0.104
         +- 0.011, one informative column among noise ones +0.072 +- 0.010, coarse +0.015 +- 0.005 on a fresh draw
         of the development sets, no set lost (``docs/results/choice-power-fresh.md``).
+    impute : {"median", "neighbors"}, default="median"
+        How a missing numeric cell is filled before clustering: the column's median, or the mean of that column
+        over the 5 nearest rows that hold it (nearness on the numeric columns both rows hold), so that a row with
+        a gap stays beside its own cluster instead of joining a point mass at the median
+        (:mod:`model.preprocessing`); ``predict`` imputes new rows from the fitted table's rows. Categorical
+        cells take the most frequent category either way.
 
     Attributes
     ----------
@@ -284,13 +290,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "screen_noise": ["boolean", StrOptions({"auto"})],
         "dequantize": ["boolean"],
         "power_transform": ["boolean"],
+        "impute": [StrOptions(set(IMPUTE))],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
                  batch_rows=1024, k_selection=DEFAULT_ESTIMATOR_K_SELECTION, max_clusters=None,
                  n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
                  single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z, screen_noise=DEFAULT_SCREEN_NOISE,
-                 dequantize=DEFAULT_DEQUANTIZE, power_transform=DEFAULT_POWER_TRANSFORM):
+                 dequantize=DEFAULT_DEQUANTIZE, power_transform=DEFAULT_POWER_TRANSFORM, impute=DEFAULT_IMPUTE):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -306,6 +313,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.screen_noise = screen_noise
         self.dequantize = dequantize
         self.power_transform = power_transform
+        self.impute = impute
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -370,7 +378,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 power_min_skewness=self._power_min_skewness,
                                 power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
                                 screen_categorical=self._screen_categorical,
-                                screen_categorical_alpha=self._screen_categorical_alpha)
+                                screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)

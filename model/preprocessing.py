@@ -9,8 +9,14 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   ``"?"``) is refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into
   NaN). Values that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise
   ``ValueError``.
-* **Missing values** (NaN, None, pd.NA) are imputed: the median for numeric columns, the most frequent category
-  for categorical ones. ``inf`` is refused (``ValueError``).
+* **Missing values** (NaN, None, pd.NA) are imputed: the most frequent category for categorical columns; for
+  numeric ones the median (``impute="median"``) or (``impute="neighbors"``) the mean of that column over the
+  ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
+  numeric columns both rows hold (as scikit-learn's ``KNNImputer``; before any Yeo-Johnson transform, which then
+  reads the completed table): a row keeps the company of its cluster instead of joining a point mass at the median
+  that can read as a cluster of its own. The fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``)
+  stay with the preprocessor, so ``transform`` imputes new rows from them. The column moments are those after
+  median filling either way. ``inf`` is refused (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
   below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
   dropped; if nothing remains, ``ValueError``.
@@ -71,6 +77,10 @@ PCA_COMPONENTS = ("above_noise", "max_features")
 SCREEN_MAX_COLUMNS = 128  # wider tables are not screened (0.8 s at 128 columns and 1,000 rows, 7 s at 256: the
 #                          joint dependence test costs one eigendecomposition per column)
 SCREEN_ROWS = 5000  # rows the screening tests, a fixed subsample of larger tables
+IMPUTE = ("median", "neighbors")
+DEFAULT_IMPUTE = "median"  # the estimator's default
+IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
+IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
 
 
 @dataclass(frozen=True)
@@ -190,6 +200,38 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]
     return True, values
 
 
+def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray) -> np.ndarray:
+    """``Z`` (n, p) numeric z-scores (any value where ``absent``) -> a copy with each absent cell the mean of its
+    column over the ``IMPUTE_NEIGHBORS`` rows of ``donors`` (NaN where missing) that hold it and are nearest the row:
+    by scikit-learn's ``nan_euclidean`` distance (on the columns both hold, scaled up by p over their number), as
+    its ``KNNImputer``, in one pass of matrix products. A row sharing no column with any donor that holds the
+    cell gets the mean of those donors; a column no donor holds gets 0 (the fitted column's mean)."""
+    out = np.where(absent, 0.0, Z).astype(np.float64)
+    rows = np.flatnonzero(absent.any(1))
+    R, held_r = out[rows], ~absent[rows]
+    R0 = np.where(held_r, R, 0.0)
+    held_d = ~np.isnan(donors)
+    D0 = np.where(held_d, donors, 0.0).astype(np.float64)
+    shared = held_r.astype(np.float64) @ held_d.T.astype(np.float64)  # (r, m) columns both hold
+    sq = (R0**2) @ held_d.T + held_r @ (D0**2).T - 2.0 * R0 @ D0.T  # squared distance over those columns
+    dist = np.where(shared > 0, np.maximum(sq, 0.0) * Z.shape[1] / np.maximum(shared, 1.0), np.inf)
+    for c in np.flatnonzero(absent[rows].any(0)):
+        donors_c = np.flatnonzero(held_d[:, c])
+        if donors_c.size == 0:
+            continue
+        need = np.flatnonzero(absent[rows, c])
+        d = dist[np.ix_(need, donors_c)]
+        k = min(IMPUTE_NEIGHBORS, donors_c.size)
+        nearest = np.argpartition(d, k - 1, axis=1)[:, :k] if k < donors_c.size else \
+            np.broadcast_to(np.arange(donors_c.size), (need.size, k))
+        values = D0[donors_c, c]
+        counted = np.isfinite(np.take_along_axis(d, nearest, axis=1))  # a donor at no distance does not count
+        n_counted = counted.sum(1)
+        out[rows[need], c] = np.where(n_counted > 0, (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
+                                      values.mean())
+    return out
+
+
 def _sorted_values(values: np.ndarray) -> list:
     uniq = list(pd.unique(values))
     try:
@@ -228,6 +270,9 @@ class TablePreprocessor:
         ``model.screening.noise_columns``'s ``categorical``.
     screen_categorical_alpha : float or None, default=None
         The level of the categorical columns' dependence tests there (None: the continuous columns').
+    impute : {"median", "neighbors"}, default="median"
+        How a missing numeric cell is filled: the column's median, or the mean over the nearest rows of the fitted
+        table that hold it (see the module docstring).
 
     Attributes
     ----------
@@ -260,7 +305,7 @@ class TablePreprocessor:
                  screen_noise: bool | str = False, power_transform: bool = False,
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
                  power_min_width: int = 0, screen_categorical: bool | str = False,
-                 screen_categorical_alpha: float | None = None) -> None:
+                 screen_categorical_alpha: float | None = None, impute: str = "median") -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -287,6 +332,9 @@ class TablePreprocessor:
             raise ValueError(f"screen_categorical must be one of {CATEGORICAL_SCREENING}, got {screen_categorical!r}")
         self.screen_categorical = screen_categorical
         self.screen_categorical_alpha = screen_categorical_alpha
+        if impute not in IMPUTE:
+            raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
+        self.impute = impute
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -301,6 +349,11 @@ class TablePreprocessor:
         -------
         self
         """
+        self._fit(X)
+        return self
+
+    def _fit(self, X: Any) -> pd.DataFrame:
+        """``fit``; returns the table as fitted (missing numeric cells filled where ``impute="neighbors"``)."""
         frame = as_frame(X)
         n = frame.shape[0]
         if n < 2:
@@ -326,6 +379,15 @@ class TablePreprocessor:
                              f"({self.dropped_}); nothing to cluster.")
         self.components_ = None
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        # impute="neighbors": the numeric columns it reads and, as z-scores (NaN where missing), the fitted table's
+        # rows it fills their missing cells from; the table is completed before anything else reads it
+        self._imputed_columns = [c for c in self.columns_ if not c.categorical] if self.impute == "neighbors" else []
+        self._donors = None
+        if self._imputed_columns:
+            rows = np.arange(n) if n <= IMPUTE_DONORS else \
+                np.sort(np.random.default_rng(0).choice(n, IMPUTE_DONORS, replace=False))
+            self._donors = self._z(self._numeric_values(frame.iloc[rows]))
+            frame = self._complete(frame)
         self.power_transformed_: dict[str, float] = {}
         if self.power_transform:
             self._fit_power(frame)
@@ -335,7 +397,7 @@ class TablePreprocessor:
             self._screen(frame)
         if len(self.columns_) > self.max_features:
             self._fit_pca(self._encode(frame))
-        return self
+        return frame
 
     def _fit_power(self, frame: pd.DataFrame) -> None:
         """The Yeo-Johnson exponent of every numeric column of at least ``MIN_DISTINCT`` distinct values, a
@@ -392,7 +454,7 @@ class TablePreprocessor:
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
-        return self._encode(as_frame(X), self._screened_columns)
+        return self._encode(self._complete(as_frame(X)), self._screened_columns)
 
     def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
         """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted
@@ -412,7 +474,7 @@ class TablePreprocessor:
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
         self.components_ = None
         if len(self.columns_) > self.max_features:
-            self._fit_pca(self._encode(as_frame(X)))
+            self._fit_pca(self._encode(self._complete(as_frame(X))))
         return self
 
     def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
@@ -520,14 +582,14 @@ class TablePreprocessor:
         if frame.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {frame.shape[1]} features, but the preprocessing was fitted on "
                              f"{self.n_features_in_}.")
-        out = self._encode(frame)
+        out = self._encode(self._complete(frame))
         if self.components_ is None:
             return out, self.cat_mask_.copy()
         return self._project(out), np.zeros(self.components_.shape[1], bool)
 
     def fit_transform(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``fit(X)`` then ``transform(X)``."""
-        return self.fit(X).transform(X)
+        """``fit(X)`` then ``transform(X)`` (missing cells imputed once)."""
+        return self.transform(self._fit(X))
 
     def _encode(self, frame: pd.DataFrame, columns: list | None = None) -> np.ndarray:
         """Kept columns (or ``columns``) -> (n, n_kept) float32: z-scores and codes (before any PCA)."""
@@ -561,6 +623,41 @@ class TablePreprocessor:
                                      / col.power_scale, z)
                 out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
         return out
+
+    def _numeric_values(self, frame: pd.DataFrame) -> np.ndarray:
+        """(n, len(_imputed_columns)) float64: the numeric columns impute="neighbors" reads, as numbers, NaN where
+        missing."""
+        out = np.empty((frame.shape[0], len(self._imputed_columns)))
+        block = _numeric_block(frame)
+        for i, col in enumerate(self._imputed_columns):
+            out[:, i] = (_finite(block[:, col.index], col.name) if block is not None
+                         else self._column_values(frame.iloc[:, col.index], col.name, fitted=col)[1])
+        return out
+
+    def _complete(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with its missing numeric cells filled from the fitted table's rows (``impute="neighbors"``;
+        the frame itself where there is nothing to fill)."""
+        if self.impute != "neighbors" or not getattr(self, "_imputed_columns", None):
+            return frame
+        values = self._numeric_values(frame)
+        absent = np.isnan(values)
+        if not absent.any():
+            return frame
+        filled = _neighbor_fill(self._z(values), absent, self._donors)
+        out = frame.copy()
+        for i, col in enumerate(self._imputed_columns):
+            if absent[:, i].any():
+                imputed = (filled[:, i].astype(np.float64) * col.unit_scale + col.unit_center) * col.unit
+                out.isetitem(col.index, np.where(absent[:, i], imputed, values[:, i]))
+        return out
+
+    def _z(self, values: np.ndarray) -> np.ndarray:
+        """``_numeric_values``' z-scores by the fitted moments (before any Yeo-Johnson transform), NaN kept."""
+        unit = np.array([[c.unit for c in self._imputed_columns]])
+        center = np.array([[c.unit_center for c in self._imputed_columns]])
+        scale = np.array([[c.unit_scale for c in self._imputed_columns]])
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.clip((values / unit - center) / scale, -_MAX_Z, _MAX_Z)
 
     # ------------------------------------------------------------------ PCA
     def _design(self, block: np.ndarray) -> np.ndarray:

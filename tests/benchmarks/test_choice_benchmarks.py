@@ -939,3 +939,33 @@ def test_peers_dev_compares_the_defaults_with_each_peer_table_by_table_and_names
     lines = report_lines(frame, ["KMeans+"])
     assert "| a | 6 | KMeans+ |" in lines[2] and "| 0.00 | 0.00 / 1.00 |" in lines[2]
     assert "| b | 6 | KMeans+ |" in lines[3] and "| 1.00 |" in lines[3]
+
+
+def test_choose_imputation_removes_the_same_cells_for_both_variants_and_fits_each_with_its_setting(tmp_path):
+    from benchmarks.choose_checkpoint import tables
+    from benchmarks.choose_imputation import MAX_COLUMN_RATE, main, missing_cells
+    from sklearn.metrics import adjusted_rand_score
+    from model.estimator import TabClustPFN
+
+    name, frame, y = next(tables("prior", 1))
+    gappy = missing_cells(frame, 0)
+    pd.testing.assert_frame_equal(gappy, missing_cells(frame, 0))  # the seed fixes the cells
+    assert not missing_cells(frame, 1).isna().equals(gappy.isna())
+    share = gappy.isna().mean()
+    assert 0 < share.mean() and (share <= MAX_COLUMN_RATE + 0.1).all()
+    assert (gappy.notna().to_numpy() <= frame.notna().to_numpy()).all()  # cells are only removed
+    held = gappy.notna()
+    pd.testing.assert_frame_equal(gappy[held], frame[held])
+
+    out = tmp_path / "choice-imputation"
+    main(["--set", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior", "prior"] and (df["missing_share"] > 0).all()
+    for variant in ("median", "neighbors"):  # each variant is the estimator with that setting on those cells
+        ref = TabClustPFN(random_state=0, impute=variant).fit(gappy)
+        row = df.loc[df.table == name]
+        assert row[f"{variant}_k"].item() == ref.n_clusters_
+        assert np.isclose(row[variant].item(), adjusted_rand_score(y, ref.labels_))
+    report = (tmp_path / "choice-imputation.md").read_text()
+    assert "| prior | 2 | neighbors |" in report and "Chosen: " in report
+    assert "Command: `python benchmarks/choose_imputation.py --set prior" in report

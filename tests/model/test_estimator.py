@@ -17,6 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 import model.estimator as estimator_module
 from model.checkpoint import save_checkpoint
 from model.estimator import TabClustPFN
+from model.preprocessing import TablePreprocessor
 from model.refinement import FULL_COVARIANCE_MAX_WIDTH, REFINES, DiagonalMixture, FullMixture
 from model.encoder import Encoder
 from tests.model.conftest import make_tiny_net
@@ -181,6 +182,7 @@ def test_max_clusters_leaves_a_given_n_clusters_alone(tiny_checkpoint):
         (_blobs(), {"max_clusters": K_MAX + 1}, r"max_clusters=11 is outside 2\.\.10"),
         (_blobs(), {"n_clusters": 5, "max_clusters": 3}, "n_clusters=5 is larger than max_clusters=3"),
         (_blobs(), {"max_clusters": 2.5}, "'max_clusters' parameter .* must be an int"),
+        (_blobs(), {"impute": "mean"}, "'impute' parameter .* must be a str among"),
     ],
 )
 def test_bad_input_raises_a_value_error_naming_the_problem(tiny_checkpoint, X, params, match):
@@ -548,3 +550,16 @@ def test_power_transform_reaches_the_preprocessing_and_predict_applies_the_fitte
     assert not np.allclose(Z_on, Z_off)  # the network saw the transformed table
     with pytest.raises(ValueError, match="power_transform"):
         TabClustPFN(checkpoint=tiny_checkpoint, power_transform="yes").fit(X)
+
+
+def test_impute_reaches_the_preprocessing_and_predict_fills_new_rows_from_the_fitted_ones(tiny_checkpoint):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    X = np.where(rng.random((200, 3)) < 0.2, np.nan, 8.0 * y[:, None] + rng.normal(size=(200, 3)))
+    est = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, impute="neighbors").fit(X)
+    assert est.preprocessor_.impute == "neighbors"
+    gaps = np.isnan(X)
+    Z_fit, Z_median = est.preprocessor_.transform(X)[0], TablePreprocessor().fit_transform(X)[0]
+    np.testing.assert_array_equal(Z_fit[~gaps], Z_median[~gaps])
+    assert not np.allclose(Z_fit[gaps], Z_median[gaps])
+    np.testing.assert_array_equal(est.predict(X), est.labels_)

@@ -358,3 +358,67 @@ def test_power_transform_leaves_a_skewed_column_of_two_modes_alone():
     np.testing.assert_array_equal(Z[:, 0], TablePreprocessor().fit_transform(df)[0][:, 0])
     both = TablePreprocessor(power_transform=True, power_keep_modes=False).fit(df)
     assert list(both.power_transformed_) == ["column 'two_modes'", "column 'tail'"]
+
+
+# ---------------------------------------------------------------- impute="neighbors"
+def _two_groups_with_gaps(seed: int = 0, rate: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Two tight groups 10 apart in 3 columns (300 rows) -> (the table with cells removed, the full one, labels)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 300)
+    full = pd.DataFrame(10.0 * y[:, None] + rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    return full.mask(rng.random(full.shape) < rate), full, y
+
+
+def test_neighbor_fill_is_scikit_learns_knn_imputer():
+    from sklearn.impute import KNNImputer
+
+    from model.preprocessing import IMPUTE_NEIGHBORS, _neighbor_fill
+
+    rng = np.random.default_rng(1)
+    for n, p, rate in [(300, 4, 0.15), (200, 2, 0.45), (150, 6, 0.3)]:
+        Z = rng.normal(size=(n, p))
+        absent = rng.random((n, p)) < rate
+        gappy = np.where(absent, np.nan, Z)
+        expected = KNNImputer(n_neighbors=IMPUTE_NEIGHBORS).fit(gappy).transform(gappy)
+        np.testing.assert_allclose(_neighbor_fill(Z, absent, gappy), expected, atol=1e-9)
+
+
+def test_neighbors_fill_a_gap_from_the_rows_own_group_and_leave_held_cells_alone():
+    gappy, full, y = _two_groups_with_gaps()
+    absent = gappy.isna().to_numpy()
+    by_median, _ = TablePreprocessor().fit_transform(gappy)
+    by_neighbors, _ = TablePreprocessor(impute="neighbors").fit_transform(gappy)
+    np.testing.assert_array_equal(by_neighbors[~absent], by_median[~absent])
+    # in z-scores the groups sit near -1 and +1: a row holding any cell gets its gaps filled on its own group's
+    # side; the median puts every gap on one side (a row holding no cell gets the mean of the cells held)
+    side = np.where(y == 1, 1.0, -1.0)[:, None] * np.ones((1, 3))
+    informed = absent & ~absent.all(1, keepdims=True)
+    assert informed.sum() > 100 and absent.all(1).any()
+    assert (np.sign(by_neighbors) == side)[informed].all()
+    held_mean = np.nanmean(np.where(absent, np.nan, by_median), axis=0)
+    np.testing.assert_allclose(by_neighbors[absent.all(1)], np.broadcast_to(held_mean, (absent.all(1).sum(), 3)),
+                               rtol=1e-5)
+    assert (np.sign(by_median) == side)[informed].mean() < 0.6
+
+
+def test_neighbors_change_nothing_in_a_table_without_gaps():
+    _, full, _ = _two_groups_with_gaps()
+    full["cat"] = pd.Categorical(np.where(np.arange(300) % 3 == 0, "u", "v"))
+    a, mask_a = TablePreprocessor().fit_transform(full)
+    b, mask_b = TablePreprocessor(impute="neighbors").fit_transform(full)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(mask_a, mask_b)
+
+
+def test_neighbors_impute_new_rows_from_the_fitted_rows():
+    gappy, full, y = _two_groups_with_gaps()
+    pre = TablePreprocessor(impute="neighbors").fit(gappy)
+    new = pd.DataFrame({"a": [10.0, 0.0], "b": [np.nan, np.nan], "c": [10.0, 0.0]})  # one row of each group
+    Z, _ = pre.transform(new)
+    assert Z[0, 1] > 0.7 and Z[1, 1] < -0.7
+    np.testing.assert_array_equal(pre.fit_transform(gappy)[0], pre.fit(gappy).transform(gappy)[0])
+
+
+def test_an_unknown_imputation_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match="impute must be one of .*median.*neighbors"):
+        TablePreprocessor(impute="mean")
