@@ -78,7 +78,7 @@ SCREEN_MAX_COLUMNS = 128  # wider tables are not screened (0.8 s at 128 columns 
 #                          joint dependence test costs one eigendecomposition per column)
 SCREEN_ROWS = 5000  # rows the screening tests, a fixed subsample of larger tables
 IMPUTE = ("median", "neighbors")
-DEFAULT_IMPUTE = "median"  # the estimator's default
+DEFAULT_IMPUTE = "neighbors"  # the estimator's default (docs/results/choice-imputation-*.md)
 IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
 
