@@ -14,6 +14,7 @@ import sys
 import pandas as pd
 
 from model.power import power_transform_setting
+from model.preprocessing import IMPUTE
 from model.refinement import REFINES
 from model.screening import screen_noise_setting
 from model.selection import ESTIMATOR_K_SELECTIONS
@@ -58,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Yeo-Johnson transform long-tailed numeric columns of one mode (skewness > 1) in tables of "
                         "more than 4 columns: true (default) or false (keep the tails, e.g. lab values whose rare "
                         "group sits in the tail)")
+    p.add_argument("--impute", choices=IMPUTE, default=None,
+                   help="missing numeric cells: the mean of the 5 nearest rows (neighbors) or the column's median "
+                        "(default: the estimator's, neighbors)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                                n_estimators=args.n_estimators, refine=args.refine,
                                allow_single_cluster=args.allow_single_cluster,
                                screen_noise=args.screen_noise, power_transform=args.power_transform,
-                               label_column=args.label_column, checkpoint=args.checkpoint,
+                               impute=args.impute, label_column=args.label_column, checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)

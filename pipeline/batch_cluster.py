@@ -32,6 +32,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.power import DEFAULT_POWER_TRANSFORM, power_transform_setting
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE
 from model.refinement import DEFAULT_REFINE, REFINES
 from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
@@ -92,6 +93,9 @@ class ClusterJobConfig:
     power_transform : bool, optional
         ``TabClustPFN(power_transform=...)``: Yeo-Johnson transform highly skewed one-mode numeric columns of tables
         wider than 4 design columns (:mod:`model.power`); None keeps the estimator's default (True).
+    impute : {"neighbors", "median"}, optional
+        ``TabClustPFN(impute=...)``: a missing numeric cell takes the mean of its 5 nearest rows or the column's
+        median (:mod:`model.preprocessing`); None keeps the estimator's default ("neighbors").
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
@@ -120,6 +124,7 @@ class ClusterJobConfig:
     allow_single_cluster: bool = False
     screen_noise: bool | str | None = None
     power_transform: bool | None = None
+    impute: str | None = None
     label_column: str | None = None
     checkpoint: str | None = None
     num_workers: int | None = None
@@ -148,6 +153,8 @@ class ClusterJobConfig:
             object.__setattr__(self, "screen_noise", screen_noise_setting(self.screen_noise))
         if self.power_transform is not None:
             object.__setattr__(self, "power_transform", power_transform_setting(self.power_transform))
+        if self.impute is not None and self.impute not in IMPUTE:
+            raise ValueError(f"unknown impute {self.impute!r}: use one of {IMPUTE}")
         if self.num_workers is not None and self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
         if self.max_columns < 1:
@@ -247,10 +254,11 @@ def _score(truth: pd.Series, labels: np.ndarray) -> dict:
 def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_selection: str | None = None,
                    max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
                    allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-                   dequantize: bool | None = None, power_transform: bool | None = None):
+                   dequantize: bool | None = None, power_transform: bool | None = None,
+                   impute: str | None = None):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
-    ``k_selection``, ``n_estimators``, ``refine``, ``screen_noise``, ``dequantize`` and ``power_transform`` None
-    keep the estimator's defaults;
+    ``k_selection``, ``n_estimators``, ``refine``, ``screen_noise``, ``dequantize``, ``power_transform`` and
+    ``impute`` None keep the estimator's defaults;
     ``max_clusters`` bounds the inferred K.
 
     A tiny warm-up fit loads the network and checks that the checkpoint and ``n_clusters`` are usable, so a
@@ -271,6 +279,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
         est.set_params(dequantize=dequantize)
     if power_transform is not None:
         est.set_params(power_transform=power_transform)
+    if impute is not None:
+        est.set_params(impute=impute)
     est.set_params(allow_single_cluster=allow_single_cluster)
     est.fit(np.random.default_rng(0).normal(size=(32, 2)))
     return est
@@ -283,10 +293,10 @@ class TableClusterer:
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
                  n_estimators: int | None = None, refine: str | None = None,
                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-                 power_transform: bool | None = None) -> None:
+                 power_transform: bool | None = None, impute: str | None = None) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
                                          refine, allow_single_cluster, screen_noise,
-                                         power_transform=power_transform)
+                                         power_transform=power_transform, impute=impute)
         self._label_column = label_column
         self._max_columns = max_columns
 
@@ -331,7 +341,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise,
-            cfg.power_transform)
+            cfg.power_transform, cfg.impute)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -602,7 +612,7 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
                                "screen_noise": DEFAULT_SCREEN_NOISE if cfg.screen_noise is None else
                                cfg.screen_noise,
                                "power_transform": DEFAULT_POWER_TRANSFORM if cfg.power_transform is None else
-                               cfg.power_transform})
+                               cfg.power_transform, "impute": cfg.impute or DEFAULT_IMPUTE})
             busy = summary.attrs["clustering_seconds"]
             metrics = {"tables": len(summary), "tables_ok": len(ok), "tables_failed": len(summary) - len(ok),
                        "startup_seconds": summary.attrs["startup_seconds"], "clustering_seconds": busy,

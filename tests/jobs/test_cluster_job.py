@@ -173,6 +173,9 @@ def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_u
     assert job.parse_args(["--screen-noise", "false"]).screen_noise is False
     assert job.parse_args([]).power_transform is None  # the estimator's default
     assert job.parse_args(["--power-transform", "False"]).power_transform is False
+    assert job.parse_args([]).impute is None and job.parse_args(["--impute", "median"]).impute == "median"
+    with pytest.raises(SystemExit):
+        job.parse_args(["--impute", "mean"])
     with pytest.raises(SystemExit):
         job.parse_args(["--power-transform", "no"])
     with pytest.raises(SystemExit):

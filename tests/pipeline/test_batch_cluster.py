@@ -226,6 +226,17 @@ def test_power_transform_reaches_the_estimator_of_every_worker(tmp_path, tiny_ch
         ClusterJobConfig(power_transform="yes")
 
 
+def test_impute_reaches_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
+    from model.preprocessing import DEFAULT_IMPUTE
+    from pipeline.batch_cluster import TableClusterer
+
+    assert load_estimator(tiny_checkpoint, 2, 0).impute == DEFAULT_IMPUTE == "neighbors"
+    assert load_estimator(tiny_checkpoint, 2, 0, impute="median").impute == "median"
+    assert TableClusterer(tiny_checkpoint, 2, 0, None, 64, impute="median")._estimator.impute == "median"
+    with pytest.raises(ValueError, match="unknown impute 'mean': use one of"):
+        ClusterJobConfig(impute="mean")
+
+
 def test_the_summary_gives_the_chosen_ks_probability_where_a_calibrated_ranker_chose_it(tmp_path, tiny_checkpoint):
     from model.estimator import default_checkpoint_path
 
