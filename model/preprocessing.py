@@ -81,6 +81,7 @@ IMPUTE = ("median", "neighbors")
 DEFAULT_IMPUTE = "neighbors"  # the estimator's default (docs/results/choice-imputation-*.md)
 IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
+_IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
 
 @dataclass(frozen=True)
@@ -204,31 +205,37 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray) -> np.
     """``Z`` (n, p) numeric z-scores (any value where ``absent``) -> a copy with each absent cell the mean of its
     column over the ``IMPUTE_NEIGHBORS`` rows of ``donors`` (NaN where missing) that hold it and are nearest the row:
     by scikit-learn's ``nan_euclidean`` distance (on the columns both hold, scaled up by p over their number), as
-    its ``KNNImputer``, in one pass of matrix products. A row sharing no column with any donor that holds the
+    its ``KNNImputer``, by matrix products over blocks of rows. A row sharing no column with any donor that holds the
     cell gets the mean of those donors; a column no donor holds gets 0 (the fitted column's mean)."""
     out = np.where(absent, 0.0, Z).astype(np.float64)
-    rows = np.flatnonzero(absent.any(1))
-    R, held_r = out[rows], ~absent[rows]
-    R0 = np.where(held_r, R, 0.0)
     held_d = ~np.isnan(donors)
     D0 = np.where(held_d, donors, 0.0).astype(np.float64)
-    shared = held_r.astype(np.float64) @ held_d.T.astype(np.float64)  # (r, m) columns both hold
-    sq = (R0**2) @ held_d.T + held_r @ (D0**2).T - 2.0 * R0 @ D0.T  # squared distance over those columns
-    dist = np.where(shared > 0, np.maximum(sq, 0.0) * Z.shape[1] / np.maximum(shared, 1.0), np.inf)
-    for c in np.flatnonzero(absent[rows].any(0)):
-        donors_c = np.flatnonzero(held_d[:, c])
-        if donors_c.size == 0:
-            continue
-        need = np.flatnonzero(absent[rows, c])
-        d = dist[np.ix_(need, donors_c)]
-        k = min(IMPUTE_NEIGHBORS, donors_c.size)
-        nearest = np.argpartition(d, k - 1, axis=1)[:, :k] if k < donors_c.size else \
-            np.broadcast_to(np.arange(donors_c.size), (need.size, k))
-        values = D0[donors_c, c]
-        counted = np.isfinite(np.take_along_axis(d, nearest, axis=1))  # a donor at no distance does not count
-        n_counted = counted.sum(1)
-        out[rows[need], c] = np.where(n_counted > 0, (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
-                                      values.mean())
+    Hd, D0t, D0sq = held_d.T.astype(np.float64), np.ascontiguousarray(D0.T), np.ascontiguousarray((D0**2).T)
+    gappy = np.flatnonzero(absent.any(1))
+    for start in range(0, gappy.size, _IMPUTE_CHUNK_ROWS):  # bounds the (rows x donors) distances' memory
+        rows = gappy[start : start + _IMPUTE_CHUNK_ROWS]
+        held_r = (~absent[rows]).astype(np.float64)
+        R0 = out[rows] * held_r
+        shared = held_r @ Hd  # (r, m) columns both hold
+        dist = (R0**2) @ Hd + held_r @ D0sq - 2.0 * (R0 @ D0t)  # squared distance over those columns
+        np.maximum(dist, 0.0, out=dist)
+        dist *= Z.shape[1] / np.maximum(shared, 1.0)
+        dist[shared == 0] = np.inf
+        for c in np.flatnonzero(absent[rows].any(0)):
+            donors_c = np.flatnonzero(held_d[:, c])
+            if donors_c.size == 0:
+                continue
+            need = np.flatnonzero(absent[rows, c])
+            d = dist[np.ix_(need, donors_c)]
+            k = min(IMPUTE_NEIGHBORS, donors_c.size)
+            nearest = np.argpartition(d, k - 1, axis=1)[:, :k] if k < donors_c.size else \
+                np.broadcast_to(np.arange(donors_c.size), (need.size, k))
+            values = D0[donors_c, c]
+            counted = np.isfinite(np.take_along_axis(d, nearest, axis=1))  # a donor at no distance does not count
+            n_counted = counted.sum(1)
+            out[rows[need], c] = np.where(n_counted > 0,
+                                          (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
+                                          values.mean())
     return out
 
 

@@ -369,11 +369,14 @@ def _two_groups_with_gaps(seed: int = 0, rate: float = 0.2) -> tuple[pd.DataFram
     return full.mask(rng.random(full.shape) < rate), full, y
 
 
-def test_neighbor_fill_is_scikit_learns_knn_imputer():
+@pytest.mark.parametrize("chunk_rows", [2048, 7])  # the shipped block of rows, and blocks that split every table
+def test_neighbor_fill_is_scikit_learns_knn_imputer(monkeypatch, chunk_rows):
     from sklearn.impute import KNNImputer
 
+    import model.preprocessing
     from model.preprocessing import IMPUTE_NEIGHBORS, _neighbor_fill
 
+    monkeypatch.setattr(model.preprocessing, "_IMPUTE_CHUNK_ROWS", chunk_rows)
     rng = np.random.default_rng(1)
     for n, p, rate in [(300, 4, 0.15), (200, 2, 0.45), (150, 6, 0.3)]:
         Z = rng.normal(size=(n, p))
