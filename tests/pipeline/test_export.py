@@ -334,6 +334,24 @@ def test_a_request_keeps_long_tails_only_when_asked(tiny_checkpoint):
                                   kept)
 
 
+def test_a_request_fills_gaps_from_the_nearest_rows_unless_it_asks_for_the_median(tiny_checkpoint):
+    """``impute`` is served under the estimator's name and default ("neighbors"): a request for "median" gets the
+    estimator's answer with the gaps at the column medians."""
+    from pipeline.pyfunc import PARAMS
+
+    assert ("impute", "string", "neighbors") in PARAMS
+    rng = np.random.default_rng(6)
+    y = np.repeat([0, 1, 2], 100)
+    values = 4.0 * y[:, None] + rng.normal(size=(300, 4))
+    table = pd.DataFrame(np.where(rng.random((300, 4)) < 0.2, np.nan, values), columns=list("abcd"))
+    model = _pyfunc(tiny_checkpoint)
+    default = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0).fit_predict(table)
+    median = TabClustPFN(3, checkpoint=tiny_checkpoint, random_state=0, impute="median").fit_predict(table)
+    assert not np.array_equal(default, median)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3}), default)
+    np.testing.assert_array_equal(model.predict(None, table, params={"n_clusters": 3, "impute": "median"}), median)
+
+
 def test_a_request_screens_noise_columns_as_the_estimator_does(tiny_checkpoint):
     """``screen_noise`` is served under the estimator's name and default ("auto", a string param: the words
     "auto", "true", "false"): by default a request gets the estimator's answer without the noise columns beside a
