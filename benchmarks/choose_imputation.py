@@ -4,14 +4,20 @@ decision protocol.
     PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --offset 9000 \\
         --set prior noisy one-informative coarse skewed low-d shapes --out docs/results/choice-imputation-fresh
     PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --set dev --out docs/results/choice-imputation-dev
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline neighbors --variants neighbors-mixed \
+        --offset 10000 --set prior noisy one-informative coarse skewed low-d shapes \
+        --out docs/results/choice-imputation-mixed-fresh
 
 Every table of the development sets of ``benchmarks/choose_checkpoint.py`` gets missing cells
 (:func:`missing_cells`: a rate r drawn uniformly from 0.05-0.3 per table, each column missing at r times a draw
 from 0-2, at most 0.6, completely at random; categorical columns too) and is clustered by
 ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred: ``median`` (the baseline: a
 missing numeric cell takes its column's median) and ``neighbors`` (the mean over the 5 nearest rows that hold the
-cell, :mod:`model.preprocessing`). Without a missing numeric cell the two give the same answer (a test holds
-them to it), so the sets are scored only with their cells removed.
+cell, :mod:`model.preprocessing`), and ``neighbors-mixed`` (``neighbors`` whose distance also reads the
+categorical columns and counts a column only one row holds at its average difference, and which fills a missing
+category with the nearest rows' most frequent one: ``TabClustPFN._impute_categorical``). Without a missing cell
+they give the same answer (a test holds them to it), so the sets are scored only with their cells removed.
+``--baseline`` and ``--variants`` pick the comparison (default: ``neighbors`` against ``median``).
 
 ``neighbors`` was proposed 2026-12-05 after a probe on 60 ``prior`` and 60 ``noisy`` tables drawn from validation
 seed 5000 on, with cells missing completely at random; the first command's tables (seeds from 9000 on) and the
@@ -29,11 +35,14 @@ import sys
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import argparse  # noqa: E402
+from functools import partial  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 BASELINE = "median"
-VARIANTS = ("median", "neighbors")
+VARIANTS = ("median", "neighbors", "neighbors-mixed")
 RATE = (0.05, 0.3)  # the table's missing rate is drawn from this range
 COLUMN_SPREAD = 2.0  # each column's rate is the table's times a draw from 0..COLUMN_SPREAD
 MAX_COLUMN_RATE = 0.6
@@ -51,27 +60,41 @@ def missing_cells(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
     return out
 
 
-def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
-    checkpoint, which, n, start, stop, offset = args
-    from benchmarks.choose_k_rule import fit_each
+def estimator_for(variant: str, checkpoint: str | None):
+    """``TabClustPFN(random_state=0)`` with the filling ``variant`` names."""
     from model.estimator import TabClustPFN
 
-    def make(variant: str, path: str) -> TabClustPFN:
-        return TabClustPFN(checkpoint=path, random_state=0, impute=variant)
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: choose from {', '.join(VARIANTS)}")
+    est = TabClustPFN(checkpoint=checkpoint, random_state=0, impute=variant.removesuffix("-mixed"))
+    est._impute_categorical = variant.endswith("-mixed")
+    return est
 
-    return fit_each(make, VARIANTS, checkpoint, which, n, start, stop, offset, alter=missing_cells)
+
+def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    from benchmarks.choose_k_rule import fit_each
+
+    return fit_each(estimator_for, variants, *args, alter=missing_cells)
 
 
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-imputation", argv)
-    lines, diffs = table(df, list(VARIANTS), BASELINE)
-    chosen, verdicts = verdict(diffs, BASELINE)
-    shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))
-    times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in VARIANTS)
     given = sys.argv[1:] if argv is None else list(argv)
+    pick = argparse.ArgumentParser(add_help=False)
+    pick.add_argument("--baseline", default=BASELINE, choices=VARIANTS, help="default: %(default)s")
+    pick.add_argument("--variants", nargs="+", default=["neighbors"], choices=VARIANTS,
+                      help="fitted beside the baseline (default: neighbors)")
+    chosen_args, _ = pick.parse_known_args(given)
+    baseline = chosen_args.baseline
+    variants = (baseline, *[v for v in VARIANTS if v in chosen_args.variants and v != baseline])
+    args, df = estimator_variant_rows(partial(_work, variants), __doc__, "docs/results/choice-imputation", given,
+                                      parents=(pick,))
+    lines, diffs = table(df, list(variants), baseline)
+    chosen, verdicts = verdict(diffs, baseline)
+    shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))
+    times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
     sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
     out = [f"# Filling missing numeric cells before clustering ({sets} with cells removed, K inferred)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
@@ -80,7 +103,7 @@ def main(argv=None) -> None:
            "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
            "none.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_imputation.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)

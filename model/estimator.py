@@ -269,6 +269,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always", at the level 0.01 or 0.05, held on
     #: a fresh draw), not a parameter.
     _screen_categorical = False
+    #: ``impute="neighbors"`` also reading and filling the categorical columns (a candidate under the protocol)
+    _impute_categorical = False
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
@@ -381,7 +383,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 power_min_skewness=self._power_min_skewness,
                                 power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
                                 screen_categorical=self._screen_categorical,
-                                screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute)
+                                screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
+                                impute_categorical=self._impute_categorical)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)

@@ -81,6 +81,7 @@ IMPUTE = ("median", "neighbors")
 DEFAULT_IMPUTE = "neighbors"  # the estimator's default (docs/results/choice-imputation-*.md)
 IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
+_OTHER = object()  # a category no column holds: _encode reads it as the column's "other" code
 _IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
 
@@ -201,17 +202,35 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]
     return True, values
 
 
-def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray) -> np.ndarray:
-    """``Z`` (n, p) numeric z-scores (any value where ``absent``) -> a copy with each absent cell the mean of its
-    column over the ``IMPUTE_NEIGHBORS`` rows of ``donors`` (NaN where missing) that hold it and are nearest the row:
-    by scikit-learn's ``nan_euclidean`` distance (on the columns both hold, scaled up by p over their number), as
-    its ``KNNImputer``, by matrix products over blocks of rows. A row sharing no column with any donor that holds the
-    cell gets the mean of those donors; a column no donor holds gets 0 (the fitted column's mean)."""
+def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes: np.ndarray | None = None,
+                   donor_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Fill a table's gaps from its nearest donor rows -> (numeric, codes), copies with the gaps filled.
+
+    ``Z`` (n, p) numeric z-scores (any value where ``absent``), ``donors`` (m, p) with NaN where missing; each absent
+    cell becomes the mean of its column over the ``IMPUTE_NEIGHBORS`` donors that hold it and are nearest the row,
+    by scikit-learn's ``nan_euclidean`` distance (on the columns both hold, scaled up by the number of columns over
+    theirs), as its ``KNNImputer``, by matrix products over blocks of rows. With categorical ``codes`` (n, q) and
+    ``donor_codes`` (m, q) (-1 where missing) the distance also counts 2 for each categorical column both hold in
+    which they differ (the squared distance of two one-hot codes), a column only one of the two holds counts what
+    two donors differ by there on average (instead of scaling up the columns both hold: a donor sharing one noise
+    column with the row is not near it), and a missing code becomes the most frequent one among the nearest donors
+    holding it (ties: the smallest code). A row sharing no column with any donor that holds the cell gets the
+    donors' mean (numeric) or most frequent code; a column no donor holds keeps 0 (numeric: the fitted column's
+    mean) or -1."""
     out = np.where(absent, 0.0, Z).astype(np.float64)
     held_d = ~np.isnan(donors)
     D0 = np.where(held_d, donors, 0.0).astype(np.float64)
     Hd, D0t, D0sq = held_d.T.astype(np.float64), np.ascontiguousarray(D0.T), np.ascontiguousarray((D0**2).T)
-    gappy = np.flatnonzero(absent.any(1))
+    mixed = codes is not None and codes.shape[1] > 0
+    c_out = None if codes is None else codes.copy()
+    c_absent = codes < 0 if mixed else np.zeros((Z.shape[0], 0), bool)
+    width = Z.shape[1] + c_absent.shape[1]
+    if mixed:  # what two donors differ by in each column on average (squared; one-hot for categories)
+        spread_num = 2.0 * np.nan_to_num(np.nanvar(np.where(held_d, donors, np.nan), axis=0))
+        spread_cat = np.array([2.0 * (1.0 - ((np.bincount(c[c >= 0]) / max((c >= 0).sum(), 1)) ** 2).sum())
+                               for c in donor_codes.T])
+        total, Hd_spread = spread_num.sum() + spread_cat.sum(), Hd * spread_num[:, None]
+    gappy = np.flatnonzero(absent.any(1) | c_absent.any(1))
     for start in range(0, gappy.size, _IMPUTE_CHUNK_ROWS):  # bounds the (rows x donors) distances' memory
         rows = gappy[start : start + _IMPUTE_CHUNK_ROWS]
         held_r = (~absent[rows]).astype(np.float64)
@@ -219,24 +238,41 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray) -> np.
         shared = held_r @ Hd  # (r, m) columns both hold
         dist = (R0**2) @ Hd + held_r @ D0sq - 2.0 * (R0 @ D0t)  # squared distance over those columns
         np.maximum(dist, 0.0, out=dist)
-        dist *= Z.shape[1] / np.maximum(shared, 1.0)
-        dist[shared == 0] = np.inf
-        for c in np.flatnonzero(absent[rows].any(0)):
-            donors_c = np.flatnonzero(held_d[:, c])
+        if mixed:  # every column counts its average, traded for the actual difference where both hold it
+            dist += total - held_r @ Hd_spread
+            for j in range(c_absent.shape[1]):
+                both = (codes[rows, j] >= 0)[:, None] & (donor_codes[:, j] >= 0)[None, :]
+                dist += both * (2.0 * (codes[rows, j][:, None] != donor_codes[:, j][None, :]) - spread_cat[j])
+        else:
+            dist *= width / np.maximum(shared, 1.0)
+            dist[shared == 0] = np.inf
+        targets = [(c, False) for c in np.flatnonzero(absent[rows].any(0))]
+        targets += [(j, True) for j in np.flatnonzero(c_absent[rows].any(0))]
+        for c, categorical in targets:
+            holds = donor_codes[:, c] >= 0 if categorical else held_d[:, c]
+            donors_c = np.flatnonzero(holds)
             if donors_c.size == 0:
                 continue
-            need = np.flatnonzero(absent[rows, c])
+            need = np.flatnonzero(c_absent[rows, c] if categorical else absent[rows, c])
             d = dist[np.ix_(need, donors_c)]
             k = min(IMPUTE_NEIGHBORS, donors_c.size)
             nearest = np.argpartition(d, k - 1, axis=1)[:, :k] if k < donors_c.size else \
                 np.broadcast_to(np.arange(donors_c.size), (need.size, k))
-            values = D0[donors_c, c]
             counted = np.isfinite(np.take_along_axis(d, nearest, axis=1))  # a donor at no distance does not count
+            if categorical:
+                held_codes = donor_codes[donors_c, c]
+                votes = np.zeros((need.size, int(held_codes.max()) + 1))
+                np.add.at(votes, (np.repeat(np.arange(need.size), k), held_codes[nearest].ravel()),
+                          counted.ravel().astype(np.float64))
+                votes[counted.sum(1) == 0] = np.bincount(held_codes)  # no distance to any: the donors' mode
+                c_out[rows[need], c] = votes.argmax(1)
+                continue
+            values = D0[donors_c, c]
             n_counted = counted.sum(1)
             out[rows[need], c] = np.where(n_counted > 0,
                                           (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
                                           values.mean())
-    return out
+    return out, c_out
 
 
 def _sorted_values(values: np.ndarray) -> list:
@@ -280,6 +316,10 @@ class TablePreprocessor:
     impute : {"median", "neighbors"}, default="median"
         How a missing numeric cell is filled: the column's median, or the mean over the nearest rows of the fitted
         table that hold it (see the module docstring).
+    impute_categorical : bool, default=False
+        With ``impute="neighbors"``, the categorical columns count in the distance too (2 per column in which two
+        rows differ, as one-hot codes) and a missing category becomes the most frequent one among the nearest rows
+        that hold it, instead of the column's most frequent one.
 
     Attributes
     ----------
@@ -312,7 +352,8 @@ class TablePreprocessor:
                  screen_noise: bool | str = False, power_transform: bool = False,
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
                  power_min_width: int = 0, screen_categorical: bool | str = False,
-                 screen_categorical_alpha: float | None = None, impute: str = "median") -> None:
+                 screen_categorical_alpha: float | None = None, impute: str = "median",
+                 impute_categorical: bool = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -342,6 +383,7 @@ class TablePreprocessor:
         if impute not in IMPUTE:
             raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
         self.impute = impute
+        self.impute_categorical = bool(impute_categorical)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -388,12 +430,16 @@ class TablePreprocessor:
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
         # impute="neighbors": the numeric columns it reads and, as z-scores (NaN where missing), the fitted table's
         # rows it fills their missing cells from; the table is completed before anything else reads it
-        self._imputed_columns = [c for c in self.columns_ if not c.categorical] if self.impute == "neighbors" else []
-        self._donors = None
-        if self._imputed_columns:
+        neighbors = self.impute == "neighbors"
+        self._imputed_columns = [c for c in self.columns_ if not c.categorical] if neighbors else []
+        self._imputed_categorical = [c for c in self.columns_ if c.categorical] \
+            if neighbors and self.impute_categorical else []
+        self._donors = self._donor_codes = None
+        if self._imputed_columns or self._imputed_categorical:
             rows = np.arange(n) if n <= IMPUTE_DONORS else \
                 np.sort(np.random.default_rng(0).choice(n, IMPUTE_DONORS, replace=False))
             self._donors = self._z(self._numeric_values(frame.iloc[rows]))
+            self._donor_codes = self._codes(frame.iloc[rows])
             frame = self._complete(frame)
         self.power_transformed_: dict[str, float] = {}
         if self.power_transform:
@@ -642,20 +688,44 @@ class TablePreprocessor:
         return out
 
     def _complete(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """``frame`` with its missing numeric cells filled from the fitted table's rows (``impute="neighbors"``;
-        the frame itself where there is nothing to fill)."""
-        if self.impute != "neighbors" or not getattr(self, "_imputed_columns", None):
+        """``frame`` with its missing numeric cells (and, ``impute_categorical``, categorical ones) filled from the
+        fitted table's rows (``impute="neighbors"``; the frame itself where there is nothing to fill)."""
+        if self.impute != "neighbors" or not (getattr(self, "_imputed_columns", None)
+                                              or getattr(self, "_imputed_categorical", None)):
             return frame
         values = self._numeric_values(frame)
         absent = np.isnan(values)
-        if not absent.any():
+        codes = self._codes(frame)
+        if not (absent.any() or (codes < 0).any()):
             return frame
-        filled = _neighbor_fill(self._z(values), absent, self._donors)
+        filled, filled_codes = _neighbor_fill(self._z(values), absent, self._donors, codes, self._donor_codes)
         out = frame.copy()
         for i, col in enumerate(self._imputed_columns):
             if absent[:, i].any():
                 imputed = (filled[:, i].astype(np.float64) * col.unit_scale + col.unit_center) * col.unit
                 out.isetitem(col.index, np.where(absent[:, i], imputed, values[:, i]))
+        for j, col in enumerate(self._imputed_categorical):
+            gaps = codes[:, j] < 0
+            if gaps.any() and (filled_codes[gaps, j] >= 0).any():
+                levels = np.array(list(col.categories) + [_OTHER], dtype=object)  # code len(categories): "other"
+                column = frame.iloc[:, col.index].to_numpy(object).copy()
+                done = gaps & (filled_codes[:, j] >= 0)
+                column[done] = levels[filled_codes[done, j]]
+                out.isetitem(col.index, column)
+        return out
+
+    def _codes(self, frame: pd.DataFrame) -> np.ndarray:
+        """(n, len(_imputed_categorical)) int64: the codes of the categorical columns impute_categorical reads, -1
+        where missing (an unseen category: the "other" code, else the most frequent one, as ``_encode``)."""
+        columns = getattr(self, "_imputed_categorical", [])
+        out = np.empty((frame.shape[0], len(columns)), np.int64)
+        for j, col in enumerate(columns):
+            values = frame.iloc[:, col.index].to_numpy(object)
+            missing = pd.isna(values)
+            codes = pd.Index(list(col.categories), dtype=object).get_indexer(values).astype(np.int64)
+            codes[(codes < 0) & ~missing] = col.fill if col.other_code is None else col.other_code
+            codes[missing] = -1
+            out[:, j] = codes
         return out
 
     def _z(self, values: np.ndarray) -> np.ndarray:

@@ -969,3 +969,18 @@ def test_choose_imputation_removes_the_same_cells_for_both_variants_and_fits_eac
     report = (tmp_path / "choice-imputation.md").read_text()
     assert "| prior | 2 | neighbors |" in report and "Chosen: " in report
     assert "Command: `python benchmarks/choose_imputation.py --set prior" in report
+
+    from benchmarks.choose_imputation import estimator_for
+
+    mixed = estimator_for("neighbors-mixed", None)
+    assert mixed.impute == "neighbors" and mixed._impute_categorical
+    assert not estimator_for("neighbors", None)._impute_categorical
+    mixed.fit(gappy)
+    assert mixed.preprocessor_.impute_categorical
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("mean", None)
+    main(["--baseline", "neighbors", "--variants", "neighbors-mixed", "--set", "prior", "--tasks", "1", "--workers",
+          "1", "--out", str(out)])
+    some = pd.read_csv(f"{out}.csv")  # only the variants asked for, against the baseline named
+    assert "neighbors-mixed" in some and "neighbors" in some and "median" not in some
+    assert "against neighbors" in (tmp_path / "choice-imputation.md").read_text()

@@ -383,7 +383,7 @@ def test_neighbor_fill_is_scikit_learns_knn_imputer(monkeypatch, chunk_rows):
         absent = rng.random((n, p)) < rate
         gappy = np.where(absent, np.nan, Z)
         expected = KNNImputer(n_neighbors=IMPUTE_NEIGHBORS).fit(gappy).transform(gappy)
-        np.testing.assert_allclose(_neighbor_fill(Z, absent, gappy), expected, atol=1e-9)
+        np.testing.assert_allclose(_neighbor_fill(Z, absent, gappy)[0], expected, atol=1e-9)
 
 
 def test_neighbors_fill_a_gap_from_the_rows_own_group_and_leave_held_cells_alone():
@@ -425,3 +425,66 @@ def test_neighbors_impute_new_rows_from_the_fitted_rows():
 def test_an_unknown_imputation_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match="impute must be one of .*median.*neighbors"):
         TablePreprocessor(impute="mean")
+
+
+def _groups_with_categories(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Two groups 10 apart in 2 numeric columns, a categorical column that names the group and one of pure noise
+    (300 rows) -> (the table with a fifth of every column's cells removed, the full table, labels)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, 300)
+    full = pd.DataFrame(10.0 * y[:, None] + rng.normal(size=(300, 2)), columns=["a", "b"])
+    full["group"] = pd.Categorical(np.where(y == 1, "p", "q"))
+    full["noise"] = np.where(rng.random(300) < 0.5, "u", "v")
+    gappy = full.copy()
+    for name in gappy.columns:
+        gappy[name] = gappy[name].mask(rng.random(300) < 0.2)
+    return gappy, full, y
+
+
+def test_impute_categorical_fills_a_missing_category_from_the_rows_own_group():
+    gappy, full, _ = _groups_with_categories()
+    gaps = gappy["group"].isna().to_numpy()
+    truth, _ = TablePreprocessor().fit_transform(full)
+    by_mode, _ = TablePreprocessor(impute="neighbors").fit_transform(gappy)
+    mixed, _ = TablePreprocessor(impute="neighbors", impute_categorical=True).fit_transform(gappy)
+    assert gaps.sum() > 40
+    assert (mixed[gaps, 2] == truth[gaps, 2]).mean() >= 0.9  # the most frequent category: right on about half
+    assert (by_mode[gaps, 2] == truth[gaps, 2]).mean() <= 0.7
+    held = ~gappy.isna().to_numpy()
+    np.testing.assert_array_equal(mixed[held], by_mode[held])
+
+
+def test_impute_categorical_keeps_a_donor_that_shares_only_a_noise_column_from_looking_near():
+    """The distance counts a column one of the two rows lacks at its average difference: scaled up from one shared
+    noise column instead (``KNNImputer``'s rule), a donor without numeric values that matches the row's noise
+    category would sit at distance 0."""
+    gappy, full, y = _groups_with_categories()
+    numeric_gaps = gappy[["a", "b"]].isna().to_numpy()
+    truth, _ = TablePreprocessor().fit_transform(full)
+    mixed, _ = TablePreprocessor(impute="neighbors", impute_categorical=True).fit_transform(gappy)
+    side = np.where(y == 1, 1.0, -1.0)
+    informed = numeric_gaps & ~numeric_gaps.all(1, keepdims=True)
+    assert (np.sign(mixed[:, :2][informed]) == np.broadcast_to(side[:, None], (300, 2))[informed]).all()
+    assert np.abs(mixed[:, :2] - truth[:, :2])[informed].mean() < 0.3
+
+
+def test_impute_categorical_changes_nothing_without_gaps_and_fills_new_rows_and_pooled_categories():
+    _, full, _ = _groups_with_categories()
+    plain, _ = TablePreprocessor().fit_transform(full)
+    np.testing.assert_array_equal(TablePreprocessor(impute="neighbors", impute_categorical=True)
+                                  .fit_transform(full)[0], plain)
+    pre = TablePreprocessor(impute="neighbors", impute_categorical=True).fit(full)
+    new = pd.DataFrame({"a": [10.0, 0.0], "b": [10.0, 0.0], "group": [None, None], "noise": ["u", None]})
+    Z, _ = pre.transform(new)
+    assert Z[:, 2].tolist() == [0, 1]  # "p" (code 0) beside the group at 10, "q" beside the one at 0
+    # a column of many categories, its rare ones pooled into "other": a gap among "other" rows becomes "other"
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1], 100)
+    rare = np.array([f"r{i % 100}" for i in range(200)], dtype=object)
+    table = pd.DataFrame({"x": 10.0 * y + rng.normal(size=200),
+                          "c": np.where(y == 1, rare, np.where(np.arange(200) % 2 == 0, "a", "b"))})
+    table.loc[[150, 151], "c"] = None
+    pre = TablePreprocessor(max_categories=3, impute="neighbors", impute_categorical=True)
+    Z, _ = pre.fit_transform(table)
+    other = pre.columns_[1].other_code
+    assert other is not None and Z[150, 1] == Z[151, 1] == other
