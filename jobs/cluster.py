@@ -60,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "more than 4 columns: true (default) or false (keep the tails, e.g. lab values whose rare "
                         "group sits in the tail)")
     p.add_argument("--impute", choices=IMPUTE, default=None,
-                   help="missing numeric cells: the mean of the 5 nearest rows (neighbors) or the column's median "
-                        "(default: the estimator's, neighbors)")
+                   help="missing cells: filled from the 5 nearest rows (neighbors) or by the column's median or most "
+                        "frequent category (default: the estimator's, neighbors)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")

@@ -9,12 +9,13 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   ``"?"``) is refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into
   NaN). Values that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise
   ``ValueError``.
-* **Missing values** (NaN, None, pd.NA) are imputed: the most frequent category for categorical columns; for
-  numeric ones the median (``impute="median"``) or (``impute="neighbors"``) the mean of that column over the
-  ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
+* **Missing values** (NaN, None, pd.NA) are imputed: by the median of a numeric column and the most frequent
+  category of a categorical one (``impute="median"``), or (``impute="neighbors"``) by the mean of that column over
+  the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
   numeric columns both rows hold (as scikit-learn's ``KNNImputer``; before any Yeo-Johnson transform, which then
-  reads the completed table): a row keeps the company of its cluster instead of joining a point mass at the median
-  that can read as a cluster of its own. The fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``)
+  reads the completed table); with ``impute_categorical`` (the estimator's default) the categorical columns count
+  in the distance and get the nearest rows' most frequent category (:func:`_neighbor_fill`). A row keeps the
+  company of its cluster instead of joining a point mass at the median that can read as a cluster of its own. The fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``)
   stay with the preprocessor, so ``transform`` imputes new rows from them. The column moments are those after
   median filling either way. ``inf`` is refused (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread

@@ -94,8 +94,8 @@ class ClusterJobConfig:
         ``TabClustPFN(power_transform=...)``: Yeo-Johnson transform highly skewed one-mode numeric columns of tables
         wider than 4 design columns (:mod:`model.power`); None keeps the estimator's default (True).
     impute : {"neighbors", "median"}, optional
-        ``TabClustPFN(impute=...)``: a missing numeric cell takes the mean of its 5 nearest rows or the column's
-        median (:mod:`model.preprocessing`); None keeps the estimator's default ("neighbors").
+        ``TabClustPFN(impute=...)``: a missing cell is filled from the 5 nearest rows or by the column's median
+        (most frequent category) (:mod:`model.preprocessing`); None keeps the estimator's default ("neighbors").
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
     checkpoint : str, optional
