@@ -1,5 +1,5 @@
-"""How the estimator fills missing numeric cells (``TabClustPFN(impute=)``), chosen on development data by the
-decision protocol.
+"""How the estimator fills missing cells (``TabClustPFN(impute=)``), chosen on development data by the decision
+protocol.
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --offset 9000 \\
         --set prior noisy one-informative coarse skewed low-d shapes --out docs/results/choice-imputation-fresh
@@ -11,20 +11,23 @@ decision protocol.
 Every table of the development sets of ``benchmarks/choose_checkpoint.py`` gets missing cells
 (:func:`missing_cells`: a rate r drawn uniformly from 0.05-0.3 per table, each column missing at r times a draw
 from 0-2, at most 0.6, completely at random; categorical columns too) and is clustered by
-``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred: ``median`` (the baseline: a
-missing numeric cell takes its column's median) and ``neighbors`` (the mean over the 5 nearest rows that hold the
-cell, :mod:`model.preprocessing`), and ``neighbors-mixed`` (``neighbors`` whose distance also reads the
-categorical columns and counts a column only one row holds at its average difference, and which fills a missing
-category with the nearest rows' most frequent one: ``TabClustPFN._impute_categorical``). Without a missing cell
-they give the same answer (a test holds them to it), so the sets are scored only with their cells removed.
-``--baseline`` and ``--variants`` pick the comparison (default: ``neighbors`` against ``median``).
+``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred: ``median`` (a missing numeric
+cell takes its column's median, a missing category the column's most frequent one), ``neighbors`` (a missing
+numeric cell takes the mean over the 5 nearest rows that hold it, by scikit-learn's ``KNNImputer`` rule on the
+numeric columns; categories as ``median``) and ``neighbors-mixed`` (the estimator's default since 2026-12-05:
+``neighbors`` whose distance also reads the categorical columns and counts a column only one row holds at its
+average difference, and which fills a missing category with the nearest rows' most frequent one;
+``TabClustPFN._impute_categorical``). Without a missing cell they give the same answer (tests hold them to it),
+so the sets are scored only with their cells removed. ``--baseline`` and ``--variants`` pick the comparison
+(default: ``neighbors`` against ``median``).
 
 ``neighbors`` was proposed 2026-12-05 after a probe on 60 ``prior`` and 60 ``noisy`` tables drawn from validation
-seed 5000 on, with cells missing completely at random; the first command's tables (seeds from 9000 on) and the
-dev suite were seen by no step before it. Per set, ``neighbors`` against ``median`` table by table: paired mean
-ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md): a variant
-qualifies when it gains beyond two standard errors on a set and loses beyond one on none. Writes ``OUT.md`` and
-``OUT.csv`` (one row per table, with its share of missing cells).
+seed 5000 on, with cells missing completely at random, ``neighbors-mixed`` after a probe on 120 ``prior`` and 120
+``coarse`` tables from the same seeds; the first and third commands' tables (seeds from 9000 and from 10000 on)
+and the dev suite were seen by no step before them. Per set, each variant against the baseline table by table:
+paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md):
+a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none. Writes
+``OUT.md`` and ``OUT.csv`` (one row per table, with its share of missing cells).
 """
 
 from __future__ import annotations
