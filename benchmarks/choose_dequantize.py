@@ -66,8 +66,7 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
 
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-dequantize", argv)
     lines, diffs = table(df, list(VARIANTS), BASELINE)
@@ -78,17 +77,9 @@ def main(argv=None) -> None:
     times = (f"Median fit time where a column was spread (s): `keep` {df.loc[fitted, 'keep_s'].median():.3f}, "
              f"`spread` {df.loc[fitted, 'spread_s'].median():.3f}" if fitted.any() else "No column was spread")
     given = sys.argv[1:] if argv is None else list(argv)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Spreading few-level columns over their cells before clustering ({sets}, K inferred)", "",
-           *[line.replace("| rule |", "| variant |") for line in lines], "",
-           f"Tables with a column spread: {spread}.", "", f"{times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none.", "",
-           *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_dequantize.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    write_variant_report(args, df, "Spreading few-level columns over their cells before clustering ({sets}, K "
+                         "inferred)", lines, [f"Tables with a column spread: {spread}.", f"{times}."],
+                         verdicts, chosen, BASELINE, "choose_dequantize.py", given)
 
 
 if __name__ == "__main__":

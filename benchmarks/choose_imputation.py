@@ -81,8 +81,7 @@ def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) 
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
 
     given = sys.argv[1:] if argv is None else list(argv)
     pick = argparse.ArgumentParser(add_help=False)
@@ -98,18 +97,10 @@ def main(argv=None) -> None:
     chosen, verdicts = verdict(diffs, baseline)
     shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))
     times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Filling missing numeric cells before clustering ({sets} with cells removed, K inferred)", "",
-           *[line.replace("| rule |", "| variant |") for line in lines], "",
-           f"Mean share of missing cells per table: {shares}.", "",
-           f"Median fit time per table (s): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none.", "",
-           *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_imputation.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    write_variant_report(args, df, "Filling missing numeric cells before clustering ({sets} with cells removed, K "
+                         "inferred)", lines, [f"Mean share of missing cells per table: {shares}.",
+                                              f"Median fit time per table (s): {times}."],
+                         verdicts, chosen, baseline, "choose_imputation.py", given)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,28 @@ def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str,
     return args, pd.DataFrame(rows)
 
 
+def write_variant_report(args: argparse.Namespace, df: pd.DataFrame, title: str, lines: list[str], notes: list[str],
+                         verdicts: list[str], chosen: str | None, baseline: str, script: str, given: list[str],
+                         protocol: str = "") -> None:
+    """``OUT.md`` and ``OUT.csv`` of a choice among estimator variants (``choose_dequantize.py``,
+    ``choose_imputation.py``, ``choose_power.py``, ``choose_screening.py``): ``title`` (with the sets: a fresh draw
+    where ``args.offset``), the paired ``table`` as variants, each of ``notes`` as a paragraph, the protocol
+    (``protocol``: what it adds), the ``verdict`` lines, the choice and the provenance (``script`` run with
+    ``given``)."""
+    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+
+    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
+    out = [f"# {title.format(sets=sets)}", "", *[line.replace("| rule |", "| variant |") for line in lines], "",
+           *[part for note in notes for part in (note, "")],
+           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
+           f"none{protocol}.", "",
+           *[v.replace("rule", "variant") for v in verdicts], "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
+           PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
+           checkpoint_line(args.checkpoint), *machine_lines()]
+    write_results(args.out, df, out)
+
+
 def write_results(out: str, df: pd.DataFrame, lines: list[str]) -> None:
     """``OUT.csv`` (the rows) and ``OUT.md`` (the report's lines), which is printed too."""
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)

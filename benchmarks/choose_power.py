@@ -71,8 +71,7 @@ def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) 
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
 
     import argparse
     from functools import partial
@@ -91,18 +90,11 @@ def main(argv=None) -> None:
         f"{s} {int((part[f'{v}_transformed'] > 0).sum())} of {len(part)} (mean {part[f'{v}_transformed'].mean():.1f} "
         f"of {part['columns'].mean():.1f} columns)" for s, part in df.groupby("set", sort=False)) for v in variants[1:])
     times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Yeo-Johnson transforming skewed numeric columns before clustering ({sets}, K inferred)", "",
-           *[line.replace("| rule |", "| variant |") for line in lines], "",
-           f"Tables with a column transformed: {counts}.", "",
-           f"Median fit time (s): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
-           *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_power.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    write_variant_report(args, df, "Yeo-Johnson transforming skewed numeric columns before clustering ({sets}, K "
+                         "inferred)", lines, [f"Tables with a column transformed: {counts}.",
+                                              f"Median fit time (s): {times}."],
+                         verdicts, chosen, BASELINE, "choose_power.py", given,
+                         protocol="; the qualifying variant with the largest mean gain over the sets is chosen")
 
 
 if __name__ == "__main__":

@@ -126,9 +126,8 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import rows_per_set, table, verdict, write_results
+    from benchmarks.choose_k_rule import rows_per_set, table, verdict, write_variant_report
     from model.estimator import default_checkpoint_path
-    from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
@@ -159,18 +158,9 @@ def main(argv=None) -> None:
     times = (f"median fit time where `screen` dropped columns (s): `keep` {df.loc[fitted, 'keep_s'].median():.3f}, "
              f"`screen` {df.loc[fitted, 'screen_s'].median():.3f}" if fitted.any() else "no table lost a column")
     given = sys.argv[1:] if argv is None else list(argv)
-    sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
-    out = [f"# Dropping pure-noise columns before clustering ({sets}, K inferred)", "",
-           *[line.replace("| rule |", "| variant |") for line in lines], "",
-           f"Tables that lost columns to the screening: {screened}.", "",
-           f"{times[0].upper() + times[1:]}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none.", "",
-           *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
-           PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_screening.py " + " ".join(given) + "`",
-           checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    notes = [f"Tables that lost columns to the screening: {screened}.", f"{times[0].upper() + times[1:]}."]
+    write_variant_report(args, df, "Dropping pure-noise columns before clustering ({sets}, K inferred)", lines, notes,
+                         verdicts, chosen, BASELINE, "choose_screening.py", given)
 
 
 if __name__ == "__main__":
