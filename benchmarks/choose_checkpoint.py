@@ -59,6 +59,24 @@ COARSE_FEW_COLUMNS = {"coarse-low-d": (2, 4)}
 #: are independent of everything (2-6 levels, Dirichlet(1) frequencies), as a code or a region often is in a real
 #: table; only where a benchmark asks for it.
 CATEGORICAL_NOISE = "cat-noise"
+#: ``dev-gaps`` (added 2026-12-05, for the filling of missing cells, ``benchmarks/choose_imputation.py``): the dev
+#: suite's tables that have missing cells of their own, as read (no imputation, no z-scores; above 1,000 rows the
+#: evaluation's subsample), so the estimator meets real gaps; only where a benchmark asks for it.
+DEV_GAPS = "dev-gaps"
+
+
+def dev_gap_tables():
+    """(name, frame, labels) of each dev table with a missing feature cell, read as a user would hand it over."""
+    from pipeline.evaluation.suites import MAX_ROWS, SUBSAMPLE_SEED, TARGET_COLUMN, benchmarks_dir
+
+    for path in sorted((benchmarks_dir() / "dev").glob("*.parquet")):
+        frame = pd.read_parquet(path)
+        if len(frame) > MAX_ROWS:
+            rows = np.sort(np.random.default_rng(SUBSAMPLE_SEED).choice(len(frame), MAX_ROWS, replace=False))
+            frame = frame.iloc[rows]
+        features = frame.drop(columns=[TARGET_COLUMN]).reset_index(drop=True)
+        if features.isna().to_numpy().any():
+            yield path.stem, features, pd.factorize(frame[TARGET_COLUMN], sort=True)[0].astype(np.int64)
 
 
 def categorical_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
@@ -83,6 +101,11 @@ def tables(which: str, n_tasks: int, offset: int = 0):
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
+        return
+    if which == DEV_GAPS:
+        if offset:
+            raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
+        yield from dev_gap_tables()
         return
     if which == "shapes":  # benchmarks/shapes.py's tables: each seed a block of every kind and size
         from benchmarks.shapes import shape_frames

@@ -7,6 +7,8 @@ protocol.
     PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline neighbors --variants neighbors-mixed \
         --offset 10000 --set prior noisy one-informative coarse skewed low-d shapes \
         --out docs/results/choice-imputation-mixed-fresh
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline median --variants neighbors \
+        neighbors-mixed --set dev-gaps --out docs/results/choice-imputation-dev-gaps
 
 Every table of the development sets of ``benchmarks/choose_checkpoint.py`` gets missing cells
 (:func:`missing_cells`: a rate r drawn uniformly from 0.05-0.3 per table, each column missing at r times a draw
@@ -18,8 +20,9 @@ numeric columns; categories as ``median``) and ``neighbors-mixed`` (the estimato
 ``neighbors`` whose distance also reads the categorical columns and counts a column only one row holds at its
 average difference, and which fills a missing category with the nearest rows' most frequent one;
 ``TabClustPFN._impute_categorical``). Without a missing cell they give the same answer (tests hold them to it),
-so the sets are scored only with their cells removed. ``--baseline`` and ``--variants`` pick the comparison
-(default: ``neighbors`` against ``median``).
+so the sets are scored only with their cells removed. ``dev-gaps`` (not in the default sets) is the other way
+round: the dev tables that have gaps of their own, as read, with none added (a report, too few tables to choose
+on). ``--baseline`` and ``--variants`` pick the comparison (default: ``neighbors`` against ``median``).
 
 ``neighbors`` was proposed 2026-12-05 after a probe on 60 ``prior`` and 60 ``noisy`` tables drawn from validation
 seed 5000 on, with cells missing completely at random, ``neighbors-mixed`` after a probe on 120 ``prior`` and 120
@@ -77,11 +80,18 @@ def estimator_for(variant: str, checkpoint: str | None):
 def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) -> list[dict]:
     from benchmarks.choose_k_rule import fit_each
 
-    return fit_each(estimator_for, variants, *args, alter=missing_cells)
+    from benchmarks.choose_checkpoint import DEV_GAPS
+
+    def as_read(frame: pd.DataFrame, seed: int) -> pd.DataFrame:  # dev-gaps: the table's own gaps, none added
+        return frame
+
+    return fit_each(estimator_for, variants, *args, alter=as_read if args[1] == DEV_GAPS else missing_cells)
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
+    from benchmarks.choose_checkpoint import DEV_GAPS
+    from benchmarks.choose_k_rule import (ESTIMATOR_SET_SIZES, estimator_variant_rows, table, verdict,
+                                          write_variant_report)
 
     given = sys.argv[1:] if argv is None else list(argv)
     pick = argparse.ArgumentParser(add_help=False)
@@ -92,7 +102,8 @@ def main(argv=None) -> None:
     baseline = chosen_args.baseline
     variants = (baseline, *[v for v in VARIANTS if v in chosen_args.variants and v != baseline])
     args, df = estimator_variant_rows(partial(_work, variants), __doc__, "docs/results/choice-imputation", given,
-                                      parents=(pick,))
+                                      sizes={**ESTIMATOR_SET_SIZES, DEV_GAPS: 6}, parents=(pick,),
+                                      default_sets=list(ESTIMATOR_SET_SIZES))
     lines, diffs = table(df, list(variants), baseline)
     chosen, verdicts = verdict(diffs, baseline)
     shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))

@@ -984,3 +984,21 @@ def test_choose_imputation_removes_the_same_cells_for_both_variants_and_fits_eac
     some = pd.read_csv(f"{out}.csv")  # only the variants asked for, against the baseline named
     assert "neighbors-mixed" in some and "neighbors" in some and "median" not in some
     assert "against neighbors" in (tmp_path / "choice-imputation.md").read_text()
+
+
+@needs_dev_suite
+def test_the_dev_gaps_set_is_the_dev_tables_with_gaps_of_their_own_as_read():
+    from benchmarks.choose_checkpoint import tables
+    from pipeline.evaluation.suites import benchmarks_dir
+
+    gapped = sorted(p.stem for p in (benchmarks_dir() / "dev").glob("*.parquet")
+                    if pd.read_parquet(p).drop(columns=["target"]).isna().to_numpy().any())
+    read = list(tables("dev-gaps", 100))
+    assert [name for name, _, _ in read] == gapped and gapped
+    for name, frame, y in read:  # no imputation, no z-scores: the gaps and the units are the file's
+        raw = pd.read_parquet(benchmarks_dir() / "dev" / f"{name}.parquet")
+        assert frame.isna().to_numpy().any() and "target" not in frame and len(frame) == len(y) <= 1000
+        if len(raw) <= 1000:
+            pd.testing.assert_frame_equal(frame, raw.drop(columns=["target"]).reset_index(drop=True))
+    with pytest.raises(ValueError, match="no fresh draw"):
+        next(tables("dev-gaps", 6, offset=1000))
