@@ -67,16 +67,12 @@ DEV_GAPS = "dev-gaps"
 
 def dev_gap_tables():
     """(name, frame, labels) of each dev table with a missing feature cell, read as a user would hand it over."""
-    from pipeline.evaluation.suites import MAX_ROWS, SUBSAMPLE_SEED, TARGET_COLUMN, benchmarks_dir
+    from pipeline.evaluation.suites import benchmarks_dir, read_labelled_table
 
     for path in sorted((benchmarks_dir() / "dev").glob("*.parquet")):
-        frame = pd.read_parquet(path)
-        if len(frame) > MAX_ROWS:
-            rows = np.sort(np.random.default_rng(SUBSAMPLE_SEED).choice(len(frame), MAX_ROWS, replace=False))
-            frame = frame.iloc[rows]
-        features = frame.drop(columns=[TARGET_COLUMN]).reset_index(drop=True)
+        features, y, _ = read_labelled_table(path)
         if features.isna().to_numpy().any():
-            yield path.stem, features, pd.factorize(frame[TARGET_COLUMN], sort=True)[0].astype(np.int64)
+            yield path.stem, features, y
 
 
 def categorical_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:

@@ -137,8 +137,9 @@ def preprocess_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(out, index=frame.index), notes
 
 
-def load_parquet_dataset(path: Path, suite: str, group: str) -> EvalDataset:
-    """Read one Parquet file with a ``target`` column, subsample N > 1000 rows (seed 0) and preprocess it."""
+def read_labelled_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """One Parquet file with a ``target`` column -> (its feature columns as stored, above ``MAX_ROWS`` rows a fixed
+    subsample (seed ``SUBSAMPLE_SEED``), index reset; the labels as codes 0..K-1; notes on what was done)."""
     frame = pd.read_parquet(path)
     if TARGET_COLUMN not in frame.columns:
         raise ValueError(f"{path} has no {TARGET_COLUMN!r} column; every benchmark table needs the ground-truth "
@@ -152,9 +153,15 @@ def load_parquet_dataset(path: Path, suite: str, group: str) -> EvalDataset:
     y = pd.factorize(frame[TARGET_COLUMN], sort=True)[0].astype(np.int64)
     if (y < 0).any():
         raise ValueError(f"{path}: the {TARGET_COLUMN!r} column has missing labels")
-    features, prep_notes = preprocess_table(frame.drop(columns=[TARGET_COLUMN]))
-    return EvalDataset(name=path.stem, suite=suite, group=group, features=features.reset_index(drop=True),
-                       y=y, n_clusters=int(len(np.unique(y))), notes="; ".join(notes + prep_notes))
+    return frame.drop(columns=[TARGET_COLUMN]).reset_index(drop=True), y, notes
+
+
+def load_parquet_dataset(path: Path, suite: str, group: str) -> EvalDataset:
+    """Read one Parquet file with a ``target`` column, subsample N > 1000 rows (seed 0) and preprocess it."""
+    raw, y, notes = read_labelled_table(path)
+    features, prep_notes = preprocess_table(raw)
+    return EvalDataset(name=path.stem, suite=suite, group=group, features=features, y=y,
+                       n_clusters=int(len(np.unique(y))), notes="; ".join(notes + prep_notes))
 
 
 def load_folder(folder: str | Path, suite: str, group: str, names: list[str] | None = None) -> list[EvalDataset]:
