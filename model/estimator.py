@@ -153,7 +153,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         of the development sets, no set lost (``docs/results/choice-power-fresh.md``).
     impute : {"neighbors", "median"}, default="neighbors"
         How a missing cell is filled before clustering: from the 5 nearest rows that hold it (the mean of a numeric
-        column, the most frequent category of a categorical one; nearness on the columns both rows hold, a column
+        column, the most frequent category of a categorical one; nearness on the columns both rows hold, scaled
+        up to all columns as scikit-learn's ``KNNImputer`` does, or, in a table with categorical columns, a column
         one of them lacks counted at its average difference), so that a row with a gap stays beside its own
         cluster; or by the column's median (numeric; categorical: its most frequent category), whose point mass
         can read as a cluster of its own (:mod:`model.preprocessing`). ``predict`` imputes new rows from the fitted

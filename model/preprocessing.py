@@ -13,11 +13,13 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   category of a categorical one (``impute="median"``), or (``impute="neighbors"``) by the mean of that column over
   the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
   numeric columns both rows hold (as scikit-learn's ``KNNImputer``; before any Yeo-Johnson transform, which then
-  reads the completed table); with ``impute_categorical`` (the estimator's default) the categorical columns count
-  in the distance and get the nearest rows' most frequent category (:func:`_neighbor_fill`). A row keeps the
-  company of its cluster instead of joining a point mass at the median that can read as a cluster of its own. The fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``)
-  stay with the preprocessor, so ``transform`` imputes new rows from them. The column moments are those after
-  median filling either way. ``inf`` is refused (``ValueError``).
+  reads the completed table); with ``impute_categorical`` (the estimator's default), in a table that has categorical
+  columns, they count in the distance and get the nearest rows' most frequent category, and a column only one of two
+  rows holds counts at its average difference instead of the rescaling (:func:`_neighbor_fill`). A row keeps the
+  company of its cluster instead of joining a point mass at the median that can read as a cluster of its own. The
+  fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``) stay with the preprocessor, so ``transform``
+  imputes new rows from them. The column moments are those after median filling either way. ``inf`` is refused
+  (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
   below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
   dropped; if nothing remains, ``ValueError``.
