@@ -441,9 +441,9 @@ class TablePreprocessor:
         if self._imputed_columns or self._imputed_categorical:
             rows = np.arange(n) if n <= IMPUTE_DONORS else \
                 np.sort(np.random.default_rng(0).choice(n, IMPUTE_DONORS, replace=False))
-            self._donors = self._z(self._numeric_values(frame.iloc[rows]))
-            self._donor_codes = self._codes(frame.iloc[rows])
-            frame = self._complete(frame)
+            values, codes = self._numeric_values(frame), self._codes(frame)  # read once: donors and gaps
+            self._donors, self._donor_codes = self._z(values[rows]), codes[rows]
+            frame = self._complete(frame, values, codes)
         self.power_transformed_: dict[str, float] = {}
         if self.power_transform:
             self._fit_power(frame)
@@ -690,15 +690,17 @@ class TablePreprocessor:
                          else self._column_values(frame.iloc[:, col.index], col.name, fitted=col)[1])
         return out
 
-    def _complete(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def _complete(self, frame: pd.DataFrame, values: np.ndarray | None = None,
+                  codes: np.ndarray | None = None) -> pd.DataFrame:
         """``frame`` with its missing numeric cells (and, ``impute_categorical``, categorical ones) filled from the
-        fitted table's rows (``impute="neighbors"``; the frame itself where there is nothing to fill)."""
+        fitted table's rows (``impute="neighbors"``; the frame itself where there is nothing to fill). ``values`` and
+        ``codes``: the frame's ``_numeric_values`` and ``_codes`` where the caller has read them already."""
         if self.impute != "neighbors" or not (getattr(self, "_imputed_columns", None)
                                               or getattr(self, "_imputed_categorical", None)):
             return frame
-        values = self._numeric_values(frame)
+        values = self._numeric_values(frame) if values is None else values
         absent = np.isnan(values)
-        codes = self._codes(frame)
+        codes = self._codes(frame) if codes is None else codes
         if not (absent.any() or (codes < 0).any()):
             return frame
         filled, filled_codes = _neighbor_fill(self._z(values), absent, self._donors, codes, self._donor_codes)
