@@ -282,6 +282,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
     #: ``docs/results/choice-low-dim-kmeans-starts*.md``); the time it saves: ``benchmarks/bench_low_dim_starts.py``.
     _low_dim_starts = "kmeans"
+    #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
+    #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
+    #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
+    #: never. A design alternative judged on development data (``benchmarks/choose_structure.py --answer two``).
+    _two_cluster_z = np.inf
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -421,7 +426,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         preprocessor's and the checkpoint's."""
         n, n_ctx, k_max = Z.shape[0], len(ctx), net.cfg.k_max
         k_hi = min(k_cap, n_ctx - 1)
-        test_structure = self.n_clusters is None and self.allow_single_cluster
+        test_structure = self.n_clusters is None and (self.allow_single_cluster or self._two_cluster_z < np.inf)
         refined_candidates = self.refine in REFINED_CANDIDATES
         if refined_candidates or test_structure:  # the context in the design space (categorical codes one-hot)
             self._widths = one_hot_widths(Z, cat_mask)
@@ -475,6 +480,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 elif self._ranker_decision.startswith("smallest-"):  # the fewest clusters nearly as probable
                     share = float(self._ranker_decision.removeprefix("smallest-"))
                     k_auto = int(np.flatnonzero(k_probs >= share * k_probs.max())[0]) + 2
+        self.structure_score_ = float("nan")
+        if test_structure:
+            two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)
+            self.structure_score_ = structure_test(rows, two).z
+            if low_dim is None and k_auto > 2 and self.structure_score_ > self._two_cluster_z:
+                k_auto = 2  # one mode: the two halves, not many pieces
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         # member j's clusters at K onto member 0's, for the other rows (None: no network, the mixture assigns them)
         self._perms = None if perms is None else perms[:, k - 2, :k]
@@ -484,10 +495,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         elif self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture
             self._centroids = mixture_refinement(rows, candidates[k - 2], k,
                                                  None if mixtures is None else mixtures[k - 2])[1]
-        self.structure_score_ = float("nan")
-        if test_structure:
-            two = candidates[0] if candidates is not None else probs_all[0].argmax(-1)
-            self.structure_score_ = structure_test(rows, two).z
+        if test_structure and self.allow_single_cluster:
             if self.structure_score_ > self.single_cluster_z:  # one mode: every row to the one mean
                 k, self._perms = 1, None if perms is None else perms[:, 0, :1]
                 self._centroids = Centroids(rows.mean(0, keepdims=True), max(float(rows.var(0).mean()), 1e-12))

@@ -131,24 +131,48 @@ def test_choose_structure_answers_one_cluster_above_each_threshold_and_scores_it
     assert list(df["set"]) == ["prior"] * 2 + ["one-mode"] * 3
     assert (df.loc[df["set"] == "one-mode", "K"] == 1).all() and (df.loc[df["set"] == "one-mode", "ari"] == 0).all()
     assert (df["k_pred"] >= 2).all() and np.isfinite(df["z"]).all()  # the fits themselves never answer 1
-    for t in THRESHOLDS:
+    for t in THRESHOLDS["one"]:
         gated = at_threshold(df, t)
         one = df["z"] > t
         assert (gated.loc[one, "k_pred"] == 1).all() and (gated.loc[~one, "ari"] == df.loc[~one, "ari"]).all()
         assert (gated.loc[one & (df["set"] == "one-mode"), "ari"] == 1.0).all()
-    assert option in THRESHOLDS and (default is None or default == option)
+    assert option in THRESHOLDS["one"] and (default is None or default == option)
     report = (tmp_path / "choice-structure.md").read_text()
     assert "| one-mode | 3 | off (the network's K >= 2) | 0 | 0.000 |" in report
     assert "Command: `python benchmarks/choose_structure.py --sets prior one-mode" in report
 
 
+def test_choose_structure_answer_two_is_the_estimators_own_k2_fit_where_the_rule_chose_more(tmp_path):
+    from benchmarks.choose_structure import THRESHOLDS, at_threshold, main
+    from priors.onemode import sample_one_mode
+    from benchmarks.choose_structure import ONE_MODE_SEED
+
+    out = tmp_path / "choice-structure-two"
+    main(["--answer", "two", "--sets", "prior", "one-mode", "--prior-tasks", "2", "--one-mode-tasks", "4",
+          "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    one_mode = df[df["set"] == "one-mode"]
+    # one-mode tables keep their module's labels (two halves of the cloud), not one cluster
+    assert (one_mode["K"] == 2).all()
+    assert one_mode["N"].tolist() == [len(sample_one_mode(ONE_MODE_SEED + i).y) for i in range(4)]
+    lowest = min(THRESHOLDS["two"])
+    refit = (df["z"] > lowest) & (df["k_chosen"] > 2) & (df["rule"] != "bic")
+    assert (df.loc[refit, "k_alt"] == 2).all()  # the K = 2 fit (no component left empty at K = 2)
+    assert (df.loc[~refit, "ari_alt"] == df.loc[~refit, "ari"]).all()  # elsewhere the answer does not change
+    for t in THRESHOLDS["two"]:
+        gated = at_threshold(df, t)
+        assert gated["changed"].tolist() == ((df["z"] > t) & refit & (df["k_pred"] != 2)).tolist()
+    report = out.with_suffix(".md").read_text()
+    assert "| K = 2 answered |" in report and "Command: `python benchmarks/choose_structure.py --answer two" in report
+
+
 def test_choose_structure_keeps_the_option_off_when_a_threshold_costs_partitioned_tables():
     from benchmarks.choose_structure import report
 
-    rows = [{"set": "prior", "table": f"p{i}", "K": 3, "ari": 0.8, "k_pred": 3, "z": z, "ari_one": 0.0}
+    rows = [{"set": "prior", "table": f"p{i}", "K": 3, "ari": 0.8, "k_pred": 3, "z": z, "ari_alt": 0.0, "k_alt": 1}
             for i, z in enumerate([-5.0, -4.0, 0.5, 1.5, 3.5, 3.6])]
-    rows += [{"set": "one-mode", "table": f"o{i}", "K": 1, "ari": 0.0, "k_pred": 4, "z": z, "ari_one": 1.0}
-             for i, z in enumerate([0.5, 1.5, 2.5, 3.5, 4.0, 5.0])]
+    rows += [{"set": "one-mode", "table": f"o{i}", "K": 1, "ari": 0.0, "k_pred": 4, "z": z, "ari_alt": 1.0,
+              "k_alt": 1} for i, z in enumerate([0.5, 1.5, 2.5, 3.5, 4.0, 5.0])]
     lines, default, option = report(pd.DataFrame(rows))
     # every threshold answers one cluster for at least two prior tables (a loss beyond one standard error)
     assert default is None
@@ -156,6 +180,19 @@ def test_choose_structure_keeps_the_option_off_when_a_threshold_costs_partitione
     # mean gain over the two sets: z > 0 (-0.533 + 1.0) / 2 = 0.233, z > 1 (-0.4 + 0.833) / 2 = 0.217,
     # z > 2 and z > 3 (-0.267 + 0.667 or 0.5) / 2: the option takes z > 0
     assert option == 0.0
+
+
+def test_choose_structure_answer_two_qualifies_a_threshold_that_gains_and_costs_nothing():
+    from benchmarks.choose_structure import report
+
+    # prior tables above z = 1 lose nothing at K = 2 (their answer is already right there); one-mode tables gain
+    rows = [{"set": "prior", "table": f"p{i}", "K": 3, "ari": 0.8, "k_pred": 3, "z": z,
+             "ari_alt": 0.8 if z > 1 else 0.2, "k_alt": 2} for i, z in enumerate([-5.0, -4.0, -0.5, 0.5, 1.5, 3.6])]
+    rows += [{"set": "one-mode", "table": f"o{i}", "K": 2, "ari": 0.1, "k_pred": 8, "z": z, "ari_alt": 0.6,
+              "k_alt": 2} for i, z in enumerate([1.5, 1.6, 2.5, 3.5, 4.0, 5.0])]
+    lines, default, _ = report(pd.DataFrame(rows), "two")
+    assert default == 1.0  # z > -1 and z > 0 cost prior tables; z > 1 gains most among those that cost nothing
+    assert any(line.startswith("Default: K = 2 above z > 1 ") for line in lines)
 
 
 def _ranked(tmp_path, name: str, seed: int, candidates: str = "kmeans") -> str:
