@@ -275,6 +275,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: ``impute="neighbors"`` also reads and fills the categorical columns (chosen 2026-12-05 over numeric columns
     #: only: ``docs/results/choice-imputation-mixed-*.md``; ``False`` is that baseline, for the choice benchmarks)
     _impute_categorical = True
+    #: ``impute="neighbors"`` in a table of numeric columns alone: a column one row lacks counts at its average
+    #: difference (True) or by ``KNNImputer``'s rescaling (False); judged by ``benchmarks/choose_imputation.py``
+    _impute_average_gaps = False
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
@@ -393,7 +396,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
                                 screen_categorical=self._screen_categorical,
                                 screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
-                                impute_categorical=self._impute_categorical)
+                                impute_categorical=self._impute_categorical,
+                                impute_average_gaps=self._impute_average_gaps)
         Z, cat_mask = pre.fit_transform(table)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)

@@ -206,7 +206,8 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]
 
 
 def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes: np.ndarray | None = None,
-                   donor_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                   donor_codes: np.ndarray | None = None,
+                   average_gaps: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """Fill a table's gaps from its nearest donor rows -> (numeric, codes), copies with the gaps filled.
 
     ``Z`` (n, p) numeric z-scores (any value where ``absent``), ``donors`` (m, p) with NaN where missing; each absent
@@ -219,14 +220,18 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes:
     column with the row is not near it), and a missing code becomes the most frequent one among the nearest donors
     holding it (ties: the smallest code). A row sharing no column with any donor that holds the cell gets the
     donors' mean (numeric) or most frequent code; a column no donor holds keeps 0 (numeric: the fitted column's
-    mean) or -1."""
+    mean) or -1. ``average_gaps``: the average difference for a column only one row holds in a table of numeric
+    columns alone too (a design alternative, ``TablePreprocessor(impute_average_gaps=)``)."""
     out = np.where(absent, 0.0, Z).astype(np.float64)
     held_d = ~np.isnan(donors)
     D0 = np.where(held_d, donors, 0.0).astype(np.float64)
     Hd, D0t, D0sq = held_d.T.astype(np.float64), np.ascontiguousarray(D0.T), np.ascontiguousarray((D0**2).T)
-    mixed = codes is not None and codes.shape[1] > 0
-    c_out = None if codes is None else codes.copy()
-    c_absent = codes < 0 if mixed else np.zeros((Z.shape[0], 0), bool)
+    given_codes = codes is not None
+    if codes is None or donor_codes is None:
+        codes, donor_codes = np.zeros((Z.shape[0], 0), np.int64), np.zeros((donors.shape[0], 0), np.int64)
+    mixed = codes.shape[1] > 0 or average_gaps
+    c_out = codes.copy()
+    c_absent = codes < 0
     width = Z.shape[1] + c_absent.shape[1]
     if mixed:  # what two donors differ by in each column on average (squared; one-hot for categories)
         spread_num = 2.0 * np.nan_to_num(np.nanvar(np.where(held_d, donors, np.nan), axis=0))
@@ -275,7 +280,7 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes:
             out[rows[need], c] = np.where(n_counted > 0,
                                           (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
                                           values.mean())
-    return out, c_out
+    return out, (c_out if given_codes else None)
 
 
 def _sorted_values(values: np.ndarray) -> list:
@@ -323,6 +328,9 @@ class TablePreprocessor:
         With ``impute="neighbors"``, the categorical columns count in the distance too (2 per column in which two
         rows differ, as one-hot codes) and a missing category becomes the most frequent one among the nearest rows
         that hold it, instead of the column's most frequent one.
+    impute_average_gaps : bool, default=False
+        With ``impute="neighbors"``, a column only one of two rows holds counts at its average difference in a table
+        of numeric columns too (as in one with categorical columns read), instead of ``KNNImputer``'s rescaling.
 
     Attributes
     ----------
@@ -356,7 +364,7 @@ class TablePreprocessor:
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
                  power_min_width: int = 0, screen_categorical: bool | str = False,
                  screen_categorical_alpha: float | None = None, impute: str = "median",
-                 impute_categorical: bool = False) -> None:
+                 impute_categorical: bool = False, impute_average_gaps: bool = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -387,6 +395,7 @@ class TablePreprocessor:
             raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
         self.impute = impute
         self.impute_categorical = bool(impute_categorical)
+        self.impute_average_gaps = bool(impute_average_gaps)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -703,7 +712,8 @@ class TablePreprocessor:
         codes = self._codes(frame) if codes is None else codes
         if not (absent.any() or (codes < 0).any()):
             return frame
-        filled, filled_codes = _neighbor_fill(self._z(values), absent, self._donors, codes, self._donor_codes)
+        filled, filled_codes = _neighbor_fill(self._z(values), absent, self._donors, codes, self._donor_codes,
+                                              average_gaps=getattr(self, "impute_average_gaps", False))
         out = frame.copy()
         for i, col in enumerate(self._imputed_columns):
             if absent[:, i].any():

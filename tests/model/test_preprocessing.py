@@ -488,3 +488,29 @@ def test_impute_categorical_changes_nothing_without_gaps_and_fills_new_rows_and_
     Z, _ = pre.fit_transform(table)
     other = pre.columns_[1].other_code
     assert other is not None and Z[150, 1] == Z[151, 1] == other
+
+
+def test_impute_average_gaps_keeps_a_donor_sharing_only_a_noise_column_from_looking_near_in_numeric_tables():
+    """A numeric table: two groups 10 apart in ``a`` and ``b``, ``n`` pure noise, ``a`` missing in 40 % of the rows.
+    ``KNNImputer``'s rescaling scores a donor that lacks ``a`` on ``n`` alone, scaled up: one close in noise sits
+    at distance near 0 whatever its group. Counting ``a`` at its average difference instead keeps the fill of
+    ``b`` on the row's own group's side."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    full = pd.DataFrame({"a": 10.0 * y + rng.normal(size=300), "b": 10.0 * y + rng.normal(size=300),
+                         "n": 10.0 * rng.normal(size=300)})
+    gappy = full.assign(a=full["a"].mask(rng.random(300) < 0.4), b=full["b"].mask(rng.random(300) < 0.2))
+    gaps = (gappy["b"].isna() & gappy["a"].notna()).to_numpy()  # b to fill, the row's group readable from a
+    side = np.where(y == 1, 1.0, -1.0)[gaps]
+    rescaled, _ = TablePreprocessor(impute="neighbors").fit_transform(gappy)
+    averaged, _ = TablePreprocessor(impute="neighbors", impute_average_gaps=True).fit_transform(gappy)
+    assert gaps.sum() > 20
+    assert (np.sign(averaged[gaps, 1]) == side).all()
+    assert (np.sign(rescaled[gaps, 1]) == side).mean() < 0.8
+    held = gappy.notna().to_numpy()
+    np.testing.assert_array_equal(averaged[held], rescaled[held])
+    # with categorical columns read the average difference is the rule already: the switch changes nothing there
+    mixed = gappy.assign(c=pd.Categorical(np.where(rng.random(300) < 0.5, "u", "v")))
+    a, _ = TablePreprocessor(impute="neighbors", impute_categorical=True).fit_transform(mixed)
+    b, _ = TablePreprocessor(impute="neighbors", impute_categorical=True, impute_average_gaps=True).fit_transform(mixed)
+    np.testing.assert_array_equal(a, b)
