@@ -12,6 +12,9 @@ protocol.
     PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline neighbors-mixed \
         --variants neighbors-average --offset 11000 --set prior noisy one-informative coarse skewed low-d shapes \
         --out docs/results/choice-imputation-average-fresh
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --mechanism values --baseline median \
+        --variants neighbors-mixed --offset 12000 --set prior noisy one-informative coarse skewed low-d shapes \
+        --out docs/results/choice-imputation-by-value-fresh
 
 Every table of the development sets of ``benchmarks/choose_checkpoint.py`` gets missing cells
 (:func:`missing_cells`: a rate r drawn uniformly from 0.05-0.3 per table, each column missing at r times a draw
@@ -28,6 +31,8 @@ applies in tables of numeric columns alone too, where the default keeps ``KNNImp
 so the sets are scored only with their cells removed. ``dev-gaps`` (not in the default sets) is the other way
 round: the dev tables that have gaps of their own, as read, with none added (a report, too few tables to choose
 on). ``--baseline`` and ``--variants`` pick the comparison (default: ``neighbors`` against ``median``).
+``--mechanism values`` removes cells not at random instead (:func:`missing_by_value`: the further a value lies to
+one side of its column, the likelier it goes; a report on where real tables put their gaps, after the choice).
 
 ``neighbors`` was proposed 2026-12-05 after a probe on 60 ``prior`` and 60 ``noisy`` tables drawn from validation
 seed 5000 on, with cells missing completely at random, ``neighbors-mixed`` after a probe on 120 ``prior`` and 120
@@ -72,6 +77,34 @@ def missing_cells(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
     return out
 
 
+def missing_by_value(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``frame`` with cells removed not at random, each column at the rates of :func:`missing_cells`, but a cell
+    the likelier to go the further its value lies to one side of its column (high or low, a coin per column): the
+    chance rises linearly with the value's rank, from 0 to twice the column's rate (capped at 1), as where large
+    incomes or small counts go unreported; in a categorical column each category has its own chance, the column's
+    rate times a draw from 0..2. The same ``seed`` removes the same cells."""
+    rng = np.random.default_rng([seed, 9174])
+    rate = rng.uniform(*RATE)
+    out = frame.copy()
+    for name in out.columns:
+        col_rate = min(rate * rng.uniform(0.0, COLUMN_SPREAD), MAX_COLUMN_RATE)
+        values = out[name]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            rank = values.rank(method="average", pct=True).to_numpy()
+            if rng.random() < 0.5:
+                rank = 1.0 - rank
+            chance = np.minimum(2.0 * col_rate * np.nan_to_num(rank), 1.0)
+        else:
+            codes, levels = pd.factorize(values)
+            per_level = col_rate * rng.uniform(0.0, 2.0, size=max(len(levels), 1))
+            chance = np.where(codes >= 0, per_level[np.maximum(codes, 0)], 0.0)
+        out[name] = values.mask(rng.random(len(out)) < chance)
+    return out
+
+
+MECHANISMS = {"mcar": missing_cells, "values": missing_by_value}
+
+
 def estimator_for(variant: str, checkpoint: str | None):
     """``TabClustPFN(random_state=0)`` with the filling ``variant`` names."""
     from model.estimator import TabClustPFN
@@ -84,7 +117,7 @@ def estimator_for(variant: str, checkpoint: str | None):
     return est
 
 
-def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) -> list[dict]:
+def _work(variants: tuple[str, ...], mechanism: str, args: tuple[str, str, int, int, int, int]) -> list[dict]:
     from benchmarks.choose_k_rule import fit_each
 
     from benchmarks.choose_checkpoint import DEV_GAPS
@@ -92,7 +125,7 @@ def _work(variants: tuple[str, ...], args: tuple[str, str, int, int, int, int]) 
     def as_read(frame: pd.DataFrame, seed: int) -> pd.DataFrame:  # dev-gaps: the table's own gaps, none added
         return frame
 
-    return fit_each(estimator_for, variants, *args, alter=as_read if args[1] == DEV_GAPS else missing_cells)
+    return fit_each(estimator_for, variants, *args, alter=as_read if args[1] == DEV_GAPS else MECHANISMS[mechanism])
 
 
 def main(argv=None) -> None:
@@ -105,18 +138,20 @@ def main(argv=None) -> None:
     pick.add_argument("--baseline", default=BASELINE, choices=VARIANTS, help="default: %(default)s")
     pick.add_argument("--variants", nargs="+", default=["neighbors"], choices=VARIANTS,
                       help="fitted beside the baseline (default: neighbors)")
+    pick.add_argument("--mechanism", default="mcar", choices=list(MECHANISMS),
+                      help="how cells go missing: completely at random, or by their value (default: %(default)s)")
     chosen_args, _ = pick.parse_known_args(given)
     baseline = chosen_args.baseline
     variants = (baseline, *[v for v in VARIANTS if v in chosen_args.variants and v != baseline])
-    args, df = estimator_variant_rows(partial(_work, variants), __doc__, "docs/results/choice-imputation", given,
+    args, df = estimator_variant_rows(partial(_work, variants, chosen_args.mechanism), __doc__, "docs/results/choice-imputation", given,
                                       sizes={**ESTIMATOR_SET_SIZES, DEV_GAPS: 6}, parents=(pick,),
                                       default_sets=list(ESTIMATOR_SET_SIZES))
     lines, diffs = table(df, list(variants), baseline)
     chosen, verdicts = verdict(diffs, baseline)
     shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))
     times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
-    write_variant_report(args, df, "Filling missing numeric cells before clustering ({sets} with cells removed, K "
-                         "inferred)", lines, [f"Mean share of missing cells per table: {shares}.",
+    write_variant_report(args, df, "Filling missing numeric cells before clustering ({sets} with cells removed"
+                         + ("" if chosen_args.mechanism == "mcar" else " by their values") + ", K inferred)", lines, [f"Mean share of missing cells per table: {shares}.",
                                               f"Median fit time per table (s): {times}."],
                          verdicts, chosen, baseline, "choose_imputation.py", given)
 

@@ -1023,6 +1023,39 @@ def test_choose_imputation_removes_the_same_cells_for_both_variants_and_fits_eac
     assert "against neighbors" in (tmp_path / "choice-imputation.md").read_text()
 
 
+def test_missing_by_value_removes_one_side_of_each_column_and_categories_at_their_own_rates(tmp_path):
+    from benchmarks.choose_imputation import missing_by_value, missing_cells
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"x{j}": rng.normal(size=3000) for j in range(12)})
+    frame["c"] = pd.Categorical(rng.choice(["p", "q", "r", "s"], 3000))
+    gappy = missing_by_value(frame, 4)
+    pd.testing.assert_frame_equal(gappy, missing_by_value(frame, 4))  # the seed fixes the cells
+    held = gappy.notna()
+    pd.testing.assert_frame_equal(gappy[held], frame[held])  # cells are only removed
+    # the mean rate matches completely-at-random removal's scale; the removed values sit to one side
+    assert 0.02 < gappy.isna().to_numpy().mean() < 0.5
+    sided = 0
+    for j in range(12):
+        gone = gappy[f"x{j}"].isna()
+        if gone.sum() >= 30:
+            shift = frame.loc[gone, f"x{j}"].mean() - frame.loc[~gone, f"x{j}"].mean()
+            sided += abs(shift) > 0.5  # a uniform draw would give |shift| ~ 0.05 at these sizes
+            assert abs(shift) > 0.3
+    assert sided >= 3
+    rates = gappy["c"].isna().groupby(frame["c"], observed=True).mean()
+    assert rates.max() > 3 * rates.min() and rates.max() - rates.min() > 0.1  # categories at their own rates
+    side = missing_cells(frame, 4)
+    assert abs(frame["x0"][side["x0"].isna()].mean()) < 0.3  # at random: no side
+
+    from benchmarks.choose_imputation import main
+
+    out = tmp_path / "by-value"
+    main(["--mechanism", "values", "--set", "prior", "--tasks", "1", "--workers", "1", "--out", str(out)])
+    report = out.with_suffix(".md").read_text()
+    assert "with cells removed by their values" in report and "--mechanism values" in report
+
+
 @needs_dev_suite
 def test_the_dev_gaps_set_is_the_dev_tables_with_gaps_of_their_own_as_read():
     from benchmarks.choose_checkpoint import tables
