@@ -116,6 +116,17 @@ def test_the_shipped_checkpoint_is_served_on_localhost_without_path_set_up(shipp
 
 
 @pytest.mark.slow
+def test_a_table_with_gaps_is_served_filled_as_the_estimator_fills_them(shipped_server):
+    table = _blobs(90, seed=3)
+    table = table.mask(np.random.default_rng(3).random(table.shape) < 0.2)  # JSON nulls on the wire
+    response = shipped_server.invoke(table)
+    assert response.status_code == 200, response.text
+    assert response.json()["predictions"] == TabClustPFN(random_state=0).fit_predict(table).tolist()
+    by_median = shipped_server.invoke(table, {"impute": "median"})
+    assert by_median.json()["predictions"] == TabClustPFN(random_state=0, impute="median").fit_predict(table).tolist()
+
+
+@pytest.mark.slow
 def test_bad_requests_get_400_with_the_refusal_and_the_next_request_is_served(shipped_server, tmp_path):
     one_row = _blobs().head(1)
     free_text = pd.DataFrame({"a": [0.1, 2.0, 3.5], "name": ["alice", "bob", "carol"]})
