@@ -97,8 +97,8 @@ def report(df: pd.DataFrame, command: str) -> list[str]:
 
     lines = ["# Filling missing cells from the nearest rows: time against KNNImputer and the median (one thread)", "",
              f"Every cell missing with probability {df.rate.iloc[0]:g}, completely at random; fastest of the repeats.",
-             "", "| N | D | gappy rows | donors | neighbors (s) | KNNImputer (s) | median (s) | neighbors / KNNImputer | "
-             "neighbors / median | largest difference |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "| N | D | gappy rows | donors | neighbors (s) | KNNImputer (s) | median (s) | "
+             "neighbors / KNNImputer | neighbors / median | largest difference |", "|---" * 10 + "|"]
     for r in df.itertuples():
         lines.append(f"| {r.N} | {r.D} | {r.gappy_rows} | {r.donors} | {r.neighbors_s:.3f} | {r.knn_s:.3f} | "
                      f"{r.median_s:.3f} | {r.neighbors_over_knn:.2f} | {r.neighbors_over_median:.1f} | "

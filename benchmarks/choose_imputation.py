@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 BASELINE = "median"
-VARIANTS = ("median", "neighbors", "neighbors-mixed", "neighbors-average")
+VARIANTS = ("median", "neighbors", "neighbors-mixed", "neighbors-average", "neighbors-mixed-empty-apart")
 RATE = (0.05, 0.3)  # the table's missing rate is drawn from this range
 COLUMN_SPREAD = 2.0  # each column's rate is the table's times a draw from 0..COLUMN_SPREAD
 MAX_COLUMN_RATE = 0.6
@@ -111,9 +111,11 @@ def estimator_for(variant: str, checkpoint: str | None):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}: choose from {', '.join(VARIANTS)}")
-    est = TabClustPFN(checkpoint=checkpoint, random_state=0, impute=variant.split("-")[0])
-    est._impute_categorical = variant.endswith(("-mixed", "-average"))
-    est._impute_average_gaps = variant.endswith("-average")
+    tokens = variant.split("-")
+    est = TabClustPFN(checkpoint=checkpoint, random_state=0, impute=tokens[0])
+    est._impute_categorical = "mixed" in tokens or "average" in tokens
+    est._impute_average_gaps = "average" in tokens
+    est._empty_rows_apart = "apart" in tokens
     return est
 
 
@@ -143,18 +145,19 @@ def main(argv=None) -> None:
     chosen_args, _ = pick.parse_known_args(given)
     baseline = chosen_args.baseline
     variants = (baseline, *[v for v in VARIANTS if v in chosen_args.variants and v != baseline])
-    args, df = estimator_variant_rows(partial(_work, variants, chosen_args.mechanism), __doc__, "docs/results/choice-imputation", given,
+    args, df = estimator_variant_rows(partial(_work, variants, chosen_args.mechanism), __doc__,
+                                      "docs/results/choice-imputation", given,
                                       sizes={**ESTIMATOR_SET_SIZES, DEV_GAPS: 6}, parents=(pick,),
                                       default_sets=list(ESTIMATOR_SET_SIZES))
     lines, diffs = table(df, list(variants), baseline)
     chosen, verdicts = verdict(diffs, baseline)
     shares = ", ".join(f"{s} {g['missing_share'].mean():.3f}" for s, g in df.groupby("set", sort=False))
     times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
+    how = "" if chosen_args.mechanism == "mcar" else " by their values"
     write_variant_report(args, df, "Filling missing numeric cells before clustering ({sets} with cells removed"
-                         + ("" if chosen_args.mechanism == "mcar" else " by their values") + ", K inferred)", lines, [f"Mean share of missing cells per table: {shares}.",
-                                              f"Median fit time per table (s): {times}."],
+                         + how + ", K inferred)", lines, [f"Mean share of missing cells per table: {shares}.",
+                                                          f"Median fit time per table (s): {times}."],
                          verdicts, chosen, baseline, "choose_imputation.py", given)
-
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

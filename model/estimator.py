@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         was not run, as ``k_posterior_`` None).
     context_indices_ : ndarray of int64
         Rows of ``X`` used as the context (all rows when n_samples <= n_context).
+    empty_rows_ : ndarray of int64
+        Rows of ``X`` with no value in any usable column (a warning names their count). Filling can only put them at
+        the columns' centre, where in a table of few columns they may gather into a cluster of their own: drop them
+        before ``fit`` where that matters.
     preprocessor_ : TablePreprocessor
         The fitted preprocessing (see :mod:`model.preprocessing`), reused by ``predict``.
     dequantized_ : list
@@ -290,6 +295,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
     #: never. A design alternative judged on development data (``benchmarks/choose_structure.py --answer two``).
     _two_cluster_z = np.inf
+    #: Rows with no value in any usable column (``empty_rows_``): False fills and clusters them as any other row
+    #: (at the columns' centre, where in a table of few columns they can gather into a cluster of their own); True
+    #: leaves them out of the context and gives them the clusters' shares. A design alternative judged by the
+    #: protocol (``benchmarks/choose_imputation.py``, ``*-empty-apart``; ``docs/results/choice-empty-rows-fresh.md``:
+    #: level on 5 sets, low-d -0.003 +- 0.003), so not the default.
+    _empty_rows_apart = False
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -399,17 +410,36 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 impute_categorical=self._impute_categorical,
                                 impute_average_gaps=self._impute_average_gaps)
         Z, cat_mask = pre.fit_transform(table)
+        empty = pre.empty_rows(table)
+        if empty.any() and not self._empty_rows_apart:
+            warnings.warn(f"{int(empty.sum())} of the {n} rows have no value in any usable column: they are filled "
+                          "at the columns' centre, where they may gather into a cluster of their own (their "
+                          "indices: empty_rows_).", UserWarning, stacklevel=3)
+        empty_rows = np.flatnonzero(empty)
+        empty = empty if self._empty_rows_apart else np.zeros(n, bool)
+        held = np.flatnonzero(~empty)
+        if empty.any():
+            least = 3 if self.n_clusters is None else int(self.n_clusters) + 1
+            if len(held) < least:
+                what = "choosing K" if self.n_clusters is None else f"n_clusters={self.n_clusters}"
+                raise ValueError(f"{int(empty.sum())} of the {n} rows have no value in any usable column, which "
+                                 f"leaves {len(held)} to cluster; {what} needs at least {least}: pass rows that "
+                                 "hold values.")
+            warnings.warn(f"{int(empty.sum())} of the {n} rows have no value in any usable column: they do not shape "
+                          "the clusters; each gets the clusters' shares as probabilities and the largest cluster as "
+                          "label (their indices: empty_rows_).", UserWarning, stacklevel=3)
         # every refusal is behind us: from here on the fitted attributes are replaced together
         _check_feature_names(self, X, reset=True)
         self.n_features_in_ = frame.shape[1]
 
-        if n <= self.n_context:
-            ctx = np.arange(n)
+        if len(held) <= self.n_context:
+            ctx = held
         else:
             rng = check_random_state(self.random_state)
-            ctx = np.sort(rng.choice(n, size=self.n_context, replace=False))
+            ctx = held[np.sort(rng.choice(len(held), size=self.n_context, replace=False))]
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
+        self._empty, self._empty_rows = empty, empty_rows
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if pre.screened_:  # columns that differ between the clusters found without them come back
             back = associated_columns(pre.screened_values(table.iloc[ctx]), self.labels_[ctx],
@@ -512,6 +542,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 rest = np.setdiff1d(np.arange(n), ctx, assume_unique=True)
                 P[rest] = self._assign(context, Z[rest], k)
 
+        # rows with no value (fit's empty_rows_): the clusters' shares, as the mixture says of a row it sees nothing of
+        self._shares = P[~self._empty].mean(axis=0)
+        P[self._empty] = self._shares
         self.k_chosen_ = k
         self._k_components, self._kept = k, None  # the partition's components; those kept (None: all)
         if self.n_clusters is None and k > 2:
@@ -535,6 +568,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                  {kk: float(p) for kk, p in zip(range(2, k_max + 1), k_probs)})
         self.n_estimators_ = len(self._orders)
         self.context_indices_ = ctx
+        self.empty_rows_ = self._empty_rows
         self._context_X, self._cat_mask = Z[ctx], cat_mask
 
     def _k_rule(self, net: TabClustNet, path: Path) -> str:
@@ -595,6 +629,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             raise ValueError(f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
         Z, _ = self.preprocessor_.transform(frame)
+        P = self._assign_rows(Z)
+        shares = getattr(self, "_shares", None)  # None: fitted before empty rows were set apart
+        if shares is not None and self._empty_rows_apart:
+            P[self.preprocessor_.empty_rows(frame)] = self._kept_columns(shares[None])[0]
+        return P
+
+    def _assign_rows(self, Z: np.ndarray) -> np.ndarray:
+        """``_assign_new``'s soft assignment of the preprocessed rows ``Z``."""
         if self._centroids is not None:  # refined: the nearest refined mean, no network needed
             return self._kept_columns(self._refined_proba(Z, self._cat_mask))
         device = self._resolve_device()

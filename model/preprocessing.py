@@ -517,6 +517,14 @@ class TablePreprocessor:
         """(len(screened_),) bool: which screened columns are categorical (their values are category codes)."""
         return np.array([c.categorical for c in self._screened_columns], bool)
 
+    def empty_rows(self, X: Any) -> np.ndarray:
+        """(n,) bool: the rows of ``X`` with no value in any usable column (kept or screened; those dropped as
+        entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
+        it carries nothing about the clusters."""
+        frame = as_frame(X)
+        usable = [c.index for c in [*self.columns_, *getattr(self, "_screened_columns", [])]]
+        return frame.iloc[:, usable].isna().all(axis=1).to_numpy()
+
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
         return self._encode(self._complete(as_frame(X)), self._screened_columns)

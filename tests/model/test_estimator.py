@@ -563,3 +563,62 @@ def test_impute_reaches_the_preprocessing_and_predict_fills_new_rows_from_the_fi
     np.testing.assert_array_equal(Z_fit[~gaps], Z_median[~gaps])
     assert not np.allclose(Z_fit[gaps], Z_median[gaps])
     np.testing.assert_array_equal(est.predict(X), est.labels_)
+
+
+def _blobs_with_empty_rows(n_features: int, share: float = 0.05):
+    """Three blobs (600 rows) with every cell of about ``share`` of the rows missing -> (X, labels, empty mask)."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=600, n_features=n_features, centers=3, random_state=1)
+    empty = np.random.default_rng(0).random(600) < share
+    X[empty] = np.nan
+    return X, y, empty
+
+
+def test_rows_with_no_value_are_named_and_set_apart_only_by_the_design_switch():
+    X, y, empty = _blobs_with_empty_rows(2)
+    with pytest.warns(UserWarning, match=f"{empty.sum()} of the 600 rows have no value in any usable column: they "
+                                         "are filled at the columns' centre"):
+        filled = TabClustPFN(random_state=0).fit(X)
+    np.testing.assert_array_equal(filled.empty_rows_, np.flatnonzero(empty))
+    assert filled.n_clusters_ == 4  # the empty rows' own cluster (the model card names it)
+    apart = TabClustPFN(random_state=0)
+    apart._empty_rows_apart = True  # judged by the protocol, not the default (choice-empty-rows-fresh.md)
+    with pytest.warns(UserWarning, match="they do not shape the clusters"):
+        apart.fit(X)
+    assert apart.n_clusters_ == 3 and adjusted_rand_score(y[~empty], apart.labels_[~empty]) == 1.0
+    np.testing.assert_array_equal(apart.empty_rows_, np.flatnonzero(empty))
+    assert not np.isin(apart.context_indices_, apart.empty_rows_).any()
+    shares = apart.probabilities_[~empty].mean(0)
+    np.testing.assert_allclose(apart.probabilities_[empty], np.broadcast_to(shares, (empty.sum(), 3)))
+    assert (apart.labels_[empty] == shares.argmax()).all()
+    np.testing.assert_allclose(apart.predict_proba(X), apart.probabilities_, atol=1e-12)
+    new = np.array([[np.nan, np.nan], X[~empty][0]])
+    np.testing.assert_allclose(apart.predict_proba(new)[0], shares)
+    assert apart.predict(new)[1] == apart.labels_[~empty][0]
+
+
+def test_rows_with_no_value_set_apart_stay_out_of_the_networks_context_too(tiny_checkpoint):
+    X, _, empty = _blobs_with_empty_rows(6)
+    est = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, n_context=200)
+    est._empty_rows_apart = True
+    with pytest.warns(UserWarning, match="no value in any usable column"):
+        est.fit(X)
+    assert est.k_selection_ != "bic" and len(est.context_indices_) == 200  # sampled from the rows holding values
+    assert not np.isin(est.context_indices_, np.flatnonzero(empty)).any()
+    np.testing.assert_allclose(est.probabilities_[empty], np.broadcast_to(est.probabilities_[~empty].mean(0),
+                                                                        (empty.sum(), est.n_clusters_)))
+    plain = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit(np.nan_to_num(X))
+    assert len(plain.empty_rows_) == 0
+
+
+def test_set_apart_too_few_rows_holding_values_are_refused_naming_the_empty_rows():
+    X = np.full((10, 2), np.nan)
+    X[:2] = [[0.0, 1.0], [1.0, 0.0]]
+    est = TabClustPFN(random_state=0)
+    est._empty_rows_apart = True
+    with pytest.raises(ValueError, match="8 of the 10 rows have no value in any usable column, which leaves 2 to "
+                                         "cluster; choosing K needs at least 3"):
+        est.fit(X)
+    with pytest.raises(ValueError, match="n_clusters=2 needs at least 3"):
+        est.set_params(n_clusters=2).fit(X)

@@ -514,3 +514,13 @@ def test_impute_average_gaps_keeps_a_donor_sharing_only_a_noise_column_from_look
     a, _ = TablePreprocessor(impute="neighbors", impute_categorical=True).fit_transform(mixed)
     b, _ = TablePreprocessor(impute="neighbors", impute_categorical=True, impute_average_gaps=True).fit_transform(mixed)
     np.testing.assert_array_equal(a, b)
+
+
+def test_empty_rows_are_those_without_a_value_in_any_usable_column():
+    table = pd.DataFrame({"a": [1.0, np.nan, np.nan, 4.0, 5.0], "const": [7.0, 7.0, np.nan, 7.0, 7.0],
+                          "c": pd.Categorical(["u", None, "v", None, "u"])})
+    pre = TablePreprocessor().fit(table)
+    assert list(pre.dropped_) == ["column 'const'"]
+    # row 1: nothing; row 2: a category; row 3: a number; a value only in the dropped column does not count
+    assert pre.empty_rows(table).tolist() == [False, True, False, False, False]
+    assert pre.empty_rows(table.assign(a=np.nan)).tolist() == [False, True, False, True, False]

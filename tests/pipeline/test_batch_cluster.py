@@ -214,6 +214,21 @@ def test_screen_noise_reaches_the_estimator_and_the_summary_names_the_ignored_co
     assert json.loads(plain["ignored_columns"]) == ["column 'constant'"]
 
 
+def test_the_summary_counts_the_rows_with_no_value_in_any_column(tmp_path, tiny_checkpoint):
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1], 100)
+    table = pd.DataFrame({"a": 8.0 * y + rng.normal(size=200), "b": rng.normal(size=200), "c": rng.normal(size=200)})
+    table.loc[[5, 50, 150], :] = np.nan
+    table.loc[7, ["a", "b"]] = np.nan  # one value left: not empty
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="3 of the 200 rows have no value in any usable column"):
+        row, out = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    assert row["status"] == "ok" and row["empty_rows"] == 3 and len(out) == 200
+    failed, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), tmp_path / "missing.csv", "missing")
+    assert failed["empty_rows"] is None
+
+
 def test_power_transform_reaches_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
     from model.power import DEFAULT_POWER_TRANSFORM
     from pipeline.batch_cluster import TableClusterer
