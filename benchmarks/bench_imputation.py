@@ -122,12 +122,9 @@ def main(argv=None) -> pd.DataFrame:
         ap.error(f"--rate must be in (0, 1), got {args.rate}")
     df = measure(sizes, args.rate, args.repeats)
     given = sys.argv[1:] if argv is None else list(argv)
-    lines = report(df, "python benchmarks/bench_imputation.py " + " ".join(given))
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    df.to_csv(args.out + ".csv", index=False)
-    with open(args.out + ".md", "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    from benchmarks.choose_k_rule import write_results
+
+    write_results(args.out, df, report(df, "python benchmarks/bench_imputation.py " + " ".join(given)))
     return df
 
 
