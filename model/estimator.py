@@ -225,7 +225,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     Notes
     -----
     **Preprocessing.** Categorical (``category``/``object``/``bool``) columns become integer codes, missing values
-    are imputed, constant columns dropped, numeric columns z-normalised, and more than 64 columns reduced with
+    are imputed, constant columns and categorical identifiers (every value distinct) dropped, numeric columns z-normalised, and more than 64 columns reduced with
     PCA (with a warning); see :mod:`model.preprocessing` for the exact rules and refusals.
 
     **Large tables (N > n_context).** ``n_context`` rows drawn without replacement (seeded by

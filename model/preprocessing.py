@@ -22,12 +22,15 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
   below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
-  dropped; if nothing remains, ``ValueError``.
+  dropped, and so is a categorical column whose values are all distinct (at least ``IDENTIFIER_MIN_VALUES``: an
+  identifier, such as names; with a ``UserWarning``), as no two rows share a value; if nothing remains,
+  ``ValueError``.
 * **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation; z-scores
   beyond +-1e6 (a new row's extreme value) are clipped there.
 * **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
-  categories keeps its ``max_categories - 1`` most frequent ones and pools the rest into an "other" code.
+  categories keeps its ``max_categories - 1`` most frequent ones held by more than one row and pools the rest
+  into an "other" code.
   In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
   frequent code (the same code as a missing value).
 * **Skewed columns** (``power_transform``): each numeric column with at least ``model.power.MIN_DISTINCT``
@@ -84,6 +87,8 @@ IMPUTE = ("median", "neighbors")
 DEFAULT_IMPUTE = "neighbors"  # the estimator's default (docs/results/choice-imputation-*.md)
 IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
+IDENTIFIER = "an identifier: every value distinct, so no two rows share one"  # a categorical column's drop reason
+IDENTIFIER_MIN_VALUES = 3  # fewer distinct values: too few rows to call the column an identifier
 _OTHER = object()  # a category no column holds: _encode reads it as the column's "other" code
 _IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
@@ -436,7 +441,7 @@ class TablePreprocessor:
         if self.dropped_:
             logger.info("dropped %d uninformative column(s): %s", len(self.dropped_), self.dropped_)
         if not self.columns_:
-            raise ValueError("no usable column: every column is entirely missing or constant "
+            raise ValueError("no usable column: every column is entirely missing, constant or an identifier "
                              f"({self.dropped_}); nothing to cluster.")
         self.components_ = None
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
@@ -586,10 +591,16 @@ class TablePreprocessor:
         if len(order) < 2:
             return "constant"
         counts = pd.Series(values[~missing]).value_counts()
+        if len(order) >= IDENTIFIER_MIN_VALUES and int(counts.max()) == 1:
+            warnings.warn(f"{label} is dropped: every one of its {len(order)} values is distinct (an identifier), so "
+                          "it cannot group rows; drop it yourself to silence this.", UserWarning,
+                          stacklevel=_user_stacklevel())
+            return IDENTIFIER
         other = None
         if len(order) > self.max_categories:  # keep the most frequent, pool the rest
             ranked = sorted(order, key=lambda v: -int(counts[v]))  # stable: ties keep sorted order
-            keep = set(ranked[: self.max_categories - 1])
+            # a category of one row groups no rows: it joins the pool rather than take a code of its own
+            keep = {v for v in ranked[: self.max_categories - 1] if int(counts[v]) > 1}
             order = [v for v in order if v in keep]
             other = len(order)
             logger.info("%s has %d categories; pooling the rarest into one code", label, len(counts))

@@ -622,3 +622,17 @@ def test_set_apart_too_few_rows_holding_values_are_refused_naming_the_empty_rows
         est.fit(X)
     with pytest.raises(ValueError, match="n_clusters=2 needs at least 3"):
         est.set_params(n_clusters=2).fit(X)
+
+
+def test_a_column_of_names_beside_blobs_is_dropped_and_the_blobs_are_found():
+    # every name distinct: pooled into 15 one-row codes and "other" it once made K = 2 (ARI 0.61) of three blobs
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=600, n_features=2, centers=3, random_state=1)
+    df = pd.DataFrame(X, columns=["a", "b"]).assign(name=[f"customer {i:04d}" for i in range(600)])
+    with pytest.warns(UserWarning, match="'name' is dropped: every one of its 600 values is distinct"):
+        est = TabClustPFN(random_state=0).fit(df)
+    assert "column 'name'" in est.preprocessor_.dropped_
+    assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) == 1.0
+    np.testing.assert_array_equal(est.labels_, TabClustPFN(random_state=0).fit(df[["a", "b"]]).labels_)
+    np.testing.assert_array_equal(est.predict(df.assign(name="someone new")), est.labels_)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model.preprocessing import TablePreprocessor
+from model.preprocessing import IDENTIFIER, TablePreprocessor
 
 
 def test_numeric_columns_are_z_normalised():
@@ -145,8 +145,8 @@ def test_unseen_category_maps_to_most_frequent_code():
 
 
 def test_high_cardinality_column_pools_rare_categories_into_other_code():
-    values = ["common"] * 30 + [f"rare{i}" for i in range(20)]
-    df = pd.DataFrame({"c": values, "x": np.arange(50.0)})
+    values = ["common"] * 30 + [f"rare{i}" for i in range(20) for _ in range(2)]
+    df = pd.DataFrame({"c": values, "x": np.arange(70.0)})
     pre = TablePreprocessor(max_categories=4).fit(df)
     Z, _ = pre.transform(df)
     codes = Z[:, 0].astype(int)
@@ -154,6 +154,33 @@ def test_high_cardinality_column_pools_rare_categories_into_other_code():
     assert len(set(codes[:30])) == 1  # the frequent category keeps its own code
     unseen, _ = pre.transform(pd.DataFrame({"c": ["never-seen"], "x": [0.0]}))
     assert unseen[0, 0] == pre.columns_[0].other_code
+
+
+def test_category_of_one_row_joins_the_pool_rather_than_take_a_code():
+    # 3 codes to give (max_categories 4, one kept for "other"): the two shared categories take two, and the
+    # singletons, first in sorted order though they are, do not take the third
+    values = ["a0", "a1", "a2"] + ["b"] * 5 + ["c"] * 4 + [f"z{i}" for i in range(10)]
+    df = pd.DataFrame({"c": values, "x": np.arange(len(values), dtype=float)})
+    col = TablePreprocessor(max_categories=4).fit(df).columns_[0]
+    assert col.categories == ("b", "c") and col.other_code == 2
+
+
+def test_categorical_identifier_column_is_dropped_with_a_warning():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"name": [f"person {i}" for i in range(40)], "x": rng.normal(size=40),
+                       "c": rng.choice(["a", "b"], size=40)})
+    with pytest.warns(UserWarning, match="'name' is dropped: every one of its 40 values is distinct"):
+        pre = TablePreprocessor().fit(df)
+    assert pre.dropped_ == {"column 'name'": IDENTIFIER}
+    Z, cat_mask = pre.transform(df)
+    assert Z.shape == (40, 2) and cat_mask.tolist() == [False, True]
+    # two distinct values are a split, not an identifier; nor is a column with any value shared
+    kept = TablePreprocessor().fit(pd.DataFrame({"c": ["a", "b"], "x": [0.0, 1.0]}))
+    assert not kept.dropped_
+    shared = [f"p{i}" for i in range(39)] + ["p0"]
+    assert not TablePreprocessor().fit(df.assign(name=shared)).dropped_
+    with pytest.raises(ValueError, match="entirely missing, constant or an identifier"), pytest.warns(UserWarning):
+        TablePreprocessor().fit(df[["name"]])
 
 
 def test_wide_table_is_reduced_with_pca_and_warns():
