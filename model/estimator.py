@@ -283,6 +283,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: ``impute="neighbors"`` in a table of numeric columns alone: a column one row lacks counts at its average
     #: difference (True) or by ``KNNImputer``'s rescaling (False); judged by ``benchmarks/choose_imputation.py``
     _impute_average_gaps = False
+    #: Fences for numeric values (``TablePreprocessor(clip_fences=)``): a value beyond Q1 - c IQR or Q3 + c IQR of
+    #: its column is read as the fence, so that a few gross values do not set the column's scale; None: none. A
+    #: design alternative judged by ``benchmarks/choose_fences.py``.
+    _clip_fences = None
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
@@ -408,7 +412,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 screen_categorical=self._screen_categorical,
                                 screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
                                 impute_categorical=self._impute_categorical,
-                                impute_average_gaps=self._impute_average_gaps)
+                                impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences)
         Z, cat_mask = pre.fit_transform(table)
         empty = pre.empty_rows(table)
         if empty.any() and not self._empty_rows_apart:

@@ -111,6 +111,8 @@ class _Column:
     # numeric: the column's largest magnitude. The moments are kept relative to it, so that neither a column near
     # the float64 range (x - mean overflows) nor one of subnormal numbers (mean * std underflows to 0) breaks z-scores
     unit: float = 1.0
+    low: float = -np.inf  # numeric: values below are read as this (``clip_fences``), in the column's own units
+    high: float = np.inf  # numeric: values above are read as this
 
     @property
     def center(self) -> float:
@@ -336,6 +338,11 @@ class TablePreprocessor:
     impute_average_gaps : bool, default=False
         With ``impute="neighbors"``, a column only one of two rows holds counts at its average difference in a table
         of numeric columns too (as in one with categorical columns read), instead of ``KNNImputer``'s rescaling.
+    clip_fences : float or None, default=None
+        Read a numeric value beyond ``Q1 - c * IQR`` or ``Q3 + c * IQR`` of its column (c this number; the
+        quartiles of the fitted table's values) as that fence, before the moments, any transform and imputation
+        read it, so that a few gross values (a sentinel such as 999999, an entry error) do not set the column's
+        scale; None: no fences. Columns with an IQR of 0 get none.
 
     Attributes
     ----------
@@ -369,7 +376,8 @@ class TablePreprocessor:
                  power_min_skewness: float | None = None, power_keep_modes: bool = True,
                  power_min_width: int = 0, screen_categorical: bool | str = False,
                  screen_categorical_alpha: float | None = None, impute: str = "median",
-                 impute_categorical: bool = False, impute_average_gaps: bool = False) -> None:
+                 impute_categorical: bool = False, impute_average_gaps: bool = False,
+                 clip_fences: float | None = None) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -401,6 +409,9 @@ class TablePreprocessor:
         self.impute = impute
         self.impute_categorical = bool(impute_categorical)
         self.impute_average_gaps = bool(impute_average_gaps)
+        if clip_fences is not None and not clip_fences > 0:
+            raise ValueError(f"clip_fences must be None or > 0, got {clip_fences!r}")
+        self.clip_fences = clip_fences
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -433,7 +444,7 @@ class TablePreprocessor:
             if block is None:
                 col = self._fit_column(frame.iloc[:, j], j, label)
             else:
-                col = self._fit_numeric(_finite(block[:, j], label), j, label)
+                col = self._fit_numeric(_finite(block[:, j], label), j, label, self.clip_fences)
             if isinstance(col, str):
                 self.dropped_[label] = col
             else:
@@ -559,13 +570,22 @@ class TablePreprocessor:
         categorical, values = self._column_values(series, label, fitted=None)
         if categorical:
             return self._fit_categorical(series, values, j, label)
-        return self._fit_numeric(values, j, label)
+        return self._fit_numeric(values, j, label, self.clip_fences)
 
     @staticmethod
-    def _fit_numeric(values: np.ndarray, j: int, label: str) -> _Column | str:
+    def _fit_numeric(values: np.ndarray, j: int, label: str, fences: float | None = None) -> _Column | str:
         present = values[~np.isnan(values)]
         if present.size == 0:
             return "entirely missing"
+        low, high = -np.inf, np.inf
+        if fences is not None:
+            with np.errstate(over="ignore", invalid="ignore"):  # quartiles near the float64 range: no fences
+                q1, q3 = (float(q) for q in np.quantile(present, [0.25, 0.75]))
+                iqr = q3 - q1
+                if np.isfinite(iqr) and iqr > 0 and np.isfinite(fences * iqr):
+                    low, high = q1 - fences * iqr, q3 + fences * iqr
+                    present = np.clip(present, low, high)
+                    values = np.clip(values, low, high)
         median = float(np.median(present))
         filled = np.where(np.isnan(values), median, values).astype(np.float64)
         # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the
@@ -577,7 +597,7 @@ class TablePreprocessor:
         mean, std = float(unit.mean()), float(unit.std())
         if not std > 1e-12:
             return "constant"
-        return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top)
+        return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top, low=low, high=high)
 
     def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
         missing = pd.isna(values)
@@ -696,7 +716,7 @@ class TablePreprocessor:
                 codes[missing] = int(col.fill)
                 out[:, i] = codes
             else:
-                filled = np.where(np.isnan(values), col.fill, values)
+                filled = np.clip(np.where(np.isnan(values), col.fill, values), col.low, col.high)
                 with np.errstate(over="ignore"):  # a new row far outside the column's unit: +-inf, clipped below
                     z = (filled / col.unit - col.unit_center) / col.unit_scale
                 if col.power is not None:
@@ -716,6 +736,7 @@ class TablePreprocessor:
         for i, col in enumerate(self._imputed_columns):
             out[:, i] = (_finite(block[:, col.index], col.name) if block is not None
                          else self._column_values(frame.iloc[:, col.index], col.name, fitted=col)[1])
+            out[:, i] = np.clip(out[:, i], col.low, col.high)  # NaN stays NaN
         return out
 
     def _complete(self, frame: pd.DataFrame, values: np.ndarray | None = None,

@@ -1072,3 +1072,48 @@ def test_the_dev_gaps_set_is_the_dev_tables_with_gaps_of_their_own_as_read():
             pd.testing.assert_frame_equal(frame, raw.drop(columns=["target"]).reset_index(drop=True))
     with pytest.raises(ValueError, match="no fresh draw"):
         next(tables("dev-gaps", 6, offset=1000))
+
+
+def test_gross_values_alter_a_few_numeric_cells_far_beyond_their_column_and_nothing_else():
+    from benchmarks.choose_fences import MAGNITUDE, ROW_SHARE, gross_values
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=2000), "y": rng.exponential(size=2000),
+                          "c": pd.Categorical(rng.choice(["a", "b"], 2000)), "flag": rng.random(2000) < 0.5})
+    kinds = set()
+    for seed in range(8):
+        out = gross_values(frame, seed)
+        pd.testing.assert_frame_equal(out, gross_values(frame, seed))  # the same seed, the same cells
+        pd.testing.assert_frame_equal(out[["c", "flag"]], frame[["c", "flag"]])
+        changed = (out[["x", "y"]] != frame[["x", "y"]]).to_numpy()
+        assert (changed.sum(1) <= 1).all() and ROW_SHARE[0] / 2 < changed.any(1).mean() < ROW_SHARE[1] * 1.5
+        for j, name in enumerate(["x", "y"]):
+            q1, med, q3 = np.quantile(frame[name], [0.25, 0.5, 0.75])
+            far = np.abs(out[name].to_numpy()[changed[:, j]] - med) / (q3 - q1)
+            assert ((far >= MAGNITUDE[0] * 0.999) & (far <= MAGNITUDE[1] * 1.001)).all()
+            kinds.add(len(np.unique(out[name].to_numpy()[changed[:, j]])) <= 1)  # a sentinel: one value
+    assert kinds == {True, False}  # both entry errors and sentinel codes among the seeds
+
+
+def test_choose_fences_fits_each_variant_with_its_fences_on_the_same_altered_tables(tmp_path):
+    from benchmarks.choose_checkpoint import tables
+    from benchmarks.choose_fences import estimator_for, gross_values, main
+    from model.estimator import TabClustPFN
+
+    out = tmp_path / "choice-fences"
+    main(["--values", "gross", "--variants", "fences-5", "--set", "prior", "--tasks", "2", "--workers", "1",
+          "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["prior", "prior"] and "fences-5" in df and "fences-10" not in df
+    report = (tmp_path / "choice-fences.md").read_text()
+    assert "with gross values written in" in report and "| prior | 2 | fences-5 |" in report
+    assert "Command: `python benchmarks/choose_fences.py --values gross" in report
+    name, frame, y = next(tables("prior", 1))
+    est = estimator_for("fences-5", None)
+    assert est._clip_fences == 5.0 and estimator_for("none", None)._clip_fences is None
+    ref = TabClustPFN(random_state=0)
+    ref._clip_fences = 5.0
+    ref.fit(gross_values(frame, 0))
+    assert df.loc[df.table == name, "fences-5_k"].item() == ref.n_clusters_
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("fences-2", None)

@@ -551,3 +551,42 @@ def test_empty_rows_are_those_without_a_value_in_any_usable_column():
     # row 1: nothing; row 2: a category; row 3: a number; a value only in the dropped column does not count
     assert pre.empty_rows(table).tolist() == [False, True, False, False, False]
     assert pre.empty_rows(table.assign(a=np.nan)).tolist() == [False, True, False, True, False]
+
+
+def test_clip_fences_keep_a_few_gross_values_from_setting_the_scale():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=300)
+    gross = x.copy()
+    gross[:5] = 999999.0
+    df = pd.DataFrame({"x": gross, "y": rng.normal(size=300)})
+    plain = TablePreprocessor().fit_transform(df)[0]
+    assert plain[5:, 0].std() < 0.01  # without fences the 5 values are the column's whole spread
+    pre = TablePreprocessor(clip_fences=3.0).fit(df)
+    q1, q3 = np.quantile(gross, [0.25, 0.75])
+    col = pre.columns_[0]
+    assert col.high == pytest.approx(q3 + 3 * (q3 - q1)) and col.low == pytest.approx(q1 - 3 * (q3 - q1))
+    Z, _ = pre.transform(df)
+    assert Z[5:, 0].std() > 0.5 and np.allclose(Z[:5, 0], Z[:5, 0].max())  # the gross values sit at the fence
+    assert np.corrcoef(Z[5:, 0], x[5:])[0, 1] > 0.999  # the others keep their order and spacing
+    np.testing.assert_array_equal(Z[:, 1], plain[:, 1])  # a column with nothing beyond its fences is as before
+    beyond, _ = pre.transform(pd.DataFrame({"x": [-1e12], "y": [0.0]}))
+    # a new row beyond a fence is read as the fence
+    assert beyond[0, 0] == pytest.approx((col.low / col.unit - col.unit_center) / col.unit_scale, rel=1e-5)
+
+
+def test_clip_fences_leave_columns_of_zero_iqr_and_refuse_a_non_positive_c():
+    df = pd.DataFrame({"flag": [0.0] * 90 + [1.0] * 10, "x": np.arange(100.0)})
+    pre = TablePreprocessor(clip_fences=3.0).fit(df)
+    assert pre.columns_[0].high == np.inf  # most rows share one value: no fences, the 1s stay apart
+    np.testing.assert_array_equal(pre.transform(df)[0], TablePreprocessor().fit_transform(df)[0])
+    with pytest.raises(ValueError, match="clip_fences must be None or > 0"):
+        TablePreprocessor(clip_fences=0.0)
+
+
+def test_neighbour_filling_reads_values_at_their_fences():
+    # the row with a gap is nearest to the row whose gross value the fence holds: it is filled from the fence
+    x = np.r_[np.linspace(0.0, 1.0, 20), 1e9, np.nan]
+    y = np.r_[np.linspace(0.0, 1.0, 20), 5.0, 5.0]
+    pre = TablePreprocessor(impute="neighbors", clip_fences=3.0).fit(pd.DataFrame({"x": x, "y": y}))
+    Z, _ = pre.transform(pd.DataFrame({"x": x, "y": y}))
+    assert np.isfinite(Z).all() and Z[-1, 0] < Z[-2, 0] + 1e-6 and Z[-1, 0] > np.median(Z[:20, 0])
