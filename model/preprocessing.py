@@ -26,7 +26,9 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   identifier, such as names; with a ``UserWarning``), as no two rows share a value; if nothing remains,
   ``ValueError``.
 * **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation; z-scores
-  beyond +-1e6 (a new row's extreme value) are clipped there.
+  beyond +-1e6 (a new row's extreme value) are clipped there. A value written in nines (-99, 999, 999999) that
+  two or more rows share more than ``CODE_IQRS`` IQRs beyond the column's quartiles (a code for a missing value?)
+  is named in a ``UserWarning``; it is read as a value.
 * **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
   categories keeps its ``max_categories - 1`` most frequent ones held by more than one row and pools the rest
@@ -84,6 +86,7 @@ SCREEN_MAX_COLUMNS = 128  # wider tables are not screened (0.8 s at 128 columns 
 #                          joint dependence test costs one eigendecomposition per column)
 SCREEN_ROWS = 5000  # rows the screening tests, a fixed subsample of larger tables
 IMPUTE = ("median", "neighbors")
+CODE_IQRS = 10.0  # a value in nines several rows share this many IQRs beyond a quartile: a likely missing code
 DEFAULT_IMPUTE = "neighbors"  # the estimator's default (docs/results/choice-imputation-*.md)
 IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="neighbors"; KNNImputer's default)
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
@@ -288,6 +291,25 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes:
                                           (values[nearest] * counted).sum(1) / np.maximum(n_counted, 1),
                                           values.mean())
     return out, (c_out if given_codes else None)
+
+
+def _warn_of_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: str) -> None:
+    """Warn of the values written in nines (-99, 999, 999999) that several rows share far beyond the rest of their
+    column (``CODE_IQRS`` IQRs past a quartile): codes for a missing value, read as values, gather their rows. (Far
+    values in general are no sign: long-tailed columns of real tables have them.)"""
+    far = present[(present < q1 - CODE_IQRS * iqr) | (present > q3 + CODE_IQRS * iqr)]
+    if far.size < 2:
+        return
+    levels, counts = np.unique(far, return_counts=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        digits = [str(int(abs(v))) if float(v).is_integer() and abs(v) < 1e18 else "" for v in levels]
+    shared = (counts >= 2) & np.array([len(d) >= 2 and set(d) == {"9"} for d in digits])
+    if not shared.any():
+        return
+    codes = ", ".join(f"{v:g} ({c} rows)" for v, c in zip(levels[shared][:3], counts[shared][:3]))
+    warnings.warn(f"{label}: {codes}{' and more' if shared.sum() > 3 else ''} lie more than {CODE_IQRS:g} IQRs "
+                  "beyond the column's other values; if such a value codes a missing one, pass NaN instead (it is "
+                  "read as a value, and its rows gather).", UserWarning, stacklevel=_user_stacklevel())
 
 
 def _sorted_values(values: np.ndarray) -> list:
@@ -578,14 +600,16 @@ class TablePreprocessor:
         if present.size == 0:
             return "entirely missing"
         low, high = -np.inf, np.inf
-        if fences is not None:
-            with np.errstate(over="ignore", invalid="ignore"):  # quartiles near the float64 range: no fences
-                q1, q3 = (float(q) for q in np.quantile(present, [0.25, 0.75]))
-                iqr = q3 - q1
-                if np.isfinite(iqr) and iqr > 0 and np.isfinite(fences * iqr):
-                    low, high = q1 - fences * iqr, q3 + fences * iqr
-                    present = np.clip(present, low, high)
-                    values = np.clip(values, low, high)
+        with np.errstate(over="ignore", invalid="ignore"):  # quartiles near the float64 range: no fences, no codes
+            q1, q3 = (float(q) for q in np.quantile(present, [0.25, 0.75]))
+            iqr = q3 - q1
+            spread = bool(np.isfinite(iqr) and iqr > 0 and np.isfinite(CODE_IQRS * iqr))
+        if spread:
+            _warn_of_codes(present, q1, q3, iqr, label)
+        if fences is not None and spread and np.isfinite(fences * iqr):
+            low, high = q1 - fences * iqr, q3 + fences * iqr
+            present = np.clip(present, low, high)
+            values = np.clip(values, low, high)
         median = float(np.median(present))
         filled = np.where(np.isnan(values), median, values).astype(np.float64)
         # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -559,9 +561,10 @@ def test_clip_fences_keep_a_few_gross_values_from_setting_the_scale():
     gross = x.copy()
     gross[:5] = 999999.0
     df = pd.DataFrame({"x": gross, "y": rng.normal(size=300)})
-    plain = TablePreprocessor().fit_transform(df)[0]
+    with pytest.warns(UserWarning, match="999999 \\(5 rows\\)"):  # named as a likely code either way
+        plain = TablePreprocessor().fit_transform(df)[0]
+        pre = TablePreprocessor(clip_fences=3.0).fit(df)
     assert plain[5:, 0].std() < 0.01  # without fences the 5 values are the column's whole spread
-    pre = TablePreprocessor(clip_fences=3.0).fit(df)
     q1, q3 = np.quantile(gross, [0.25, 0.75])
     col = pre.columns_[0]
     assert col.high == pytest.approx(q3 + 3 * (q3 - q1)) and col.low == pytest.approx(q1 - 3 * (q3 - q1))
@@ -590,3 +593,17 @@ def test_neighbour_filling_reads_values_at_their_fences():
     pre = TablePreprocessor(impute="neighbors", clip_fences=3.0).fit(pd.DataFrame({"x": x, "y": y}))
     Z, _ = pre.transform(pd.DataFrame({"x": x, "y": y}))
     assert np.isfinite(Z).all() and Z[-1, 0] < Z[-2, 0] + 1e-6 and Z[-1, 0] > np.median(Z[:20, 0])
+
+
+def test_a_value_shared_far_beyond_its_column_is_named_as_a_likely_missing_code():
+    rng = np.random.default_rng(0)
+    age = rng.normal(40, 10, size=200).round()
+    age[:12] = -999.0
+    with pytest.warns(UserWarning, match=r"column 'age': -999 \(12 rows\) lie more than 10 IQRs beyond"):
+        TablePreprocessor().fit(pd.DataFrame({"age": age, "x": rng.normal(size=200)}))
+    one_off, tail = rng.normal(size=200), rng.normal(size=200)
+    one_off[0] = 9999.0  # one row is not a code; a shared far value not in nines is a long tail (real tables')
+    tail[:3] = 5001.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TablePreprocessor().fit(pd.DataFrame({"x": one_off, "t": tail, "n": rng.poisson(3, 200).astype(float)}))
