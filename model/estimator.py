@@ -287,6 +287,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: its column is read as the fence, so that a few gross values do not set the column's scale; None: none. A
     #: design alternative judged by ``benchmarks/choose_fences.py``.
     _clip_fences = None
+    #: and the largest share of a column's values beyond them for which it is fenced (None: any)
+    _fence_max_share = None
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
@@ -412,7 +414,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 screen_categorical=self._screen_categorical,
                                 screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
                                 impute_categorical=self._impute_categorical,
-                                impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences)
+                                impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,
+                                fence_max_share=self._fence_max_share)
         Z, cat_mask = pre.fit_transform(table)
         empty = pre.empty_rows(table)
         if empty.any() and not self._empty_rows_apart:

@@ -365,6 +365,9 @@ class TablePreprocessor:
         quartiles of the fitted table's values) as that fence, before the moments, any transform and imputation
         read it, so that a few gross values (a sentinel such as 999999, an entry error) do not set the column's
         scale; None: no fences. Columns with an IQR of 0 get none.
+    fence_max_share : float or None, default=None
+        With ``clip_fences``, fence only the columns where at most this share of the values (at least one value)
+        lies beyond the fences: a few gross values, not a far group that may be a cluster; None: every column.
 
     Attributes
     ----------
@@ -399,7 +402,7 @@ class TablePreprocessor:
                  power_min_width: int = 0, screen_categorical: bool | str = False,
                  screen_categorical_alpha: float | None = None, impute: str = "median",
                  impute_categorical: bool = False, impute_average_gaps: bool = False,
-                 clip_fences: float | None = None) -> None:
+                 clip_fences: float | None = None, fence_max_share: float | None = None) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -434,6 +437,9 @@ class TablePreprocessor:
         if clip_fences is not None and not clip_fences > 0:
             raise ValueError(f"clip_fences must be None or > 0, got {clip_fences!r}")
         self.clip_fences = clip_fences
+        if fence_max_share is not None and not 0 <= fence_max_share <= 1:
+            raise ValueError(f"fence_max_share must be None or in [0, 1], got {fence_max_share!r}")
+        self.fence_max_share = fence_max_share
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -466,7 +472,8 @@ class TablePreprocessor:
             if block is None:
                 col = self._fit_column(frame.iloc[:, j], j, label)
             else:
-                col = self._fit_numeric(_finite(block[:, j], label), j, label, self.clip_fences)
+                col = self._fit_numeric(_finite(block[:, j], label), j, label, self.clip_fences,
+                                        self.fence_max_share)
             if isinstance(col, str):
                 self.dropped_[label] = col
             else:
@@ -592,10 +599,11 @@ class TablePreprocessor:
         categorical, values = self._column_values(series, label, fitted=None)
         if categorical:
             return self._fit_categorical(series, values, j, label)
-        return self._fit_numeric(values, j, label, self.clip_fences)
+        return self._fit_numeric(values, j, label, self.clip_fences, self.fence_max_share)
 
     @staticmethod
-    def _fit_numeric(values: np.ndarray, j: int, label: str, fences: float | None = None) -> _Column | str:
+    def _fit_numeric(values: np.ndarray, j: int, label: str, fences: float | None = None,
+                     max_share: float | None = None) -> _Column | str:
         present = values[~np.isnan(values)]
         if present.size == 0:
             return "entirely missing"
@@ -608,8 +616,12 @@ class TablePreprocessor:
             _warn_of_codes(present, q1, q3, iqr, label)
         if fences is not None and spread and np.isfinite(fences * iqr):
             low, high = q1 - fences * iqr, q3 + fences * iqr
-            present = np.clip(present, low, high)
-            values = np.clip(values, low, high)
+            beyond = int(((present < low) | (present > high)).sum())
+            if max_share is not None and beyond > max(1.0, max_share * present.size):
+                low, high = -np.inf, np.inf  # a far group, not a few gross values: no fences
+            else:
+                present = np.clip(present, low, high)
+                values = np.clip(values, low, high)
         median = float(np.median(present))
         filled = np.where(np.isnan(values), median, values).astype(np.float64)
         # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the

@@ -607,3 +607,16 @@ def test_a_value_shared_far_beyond_its_column_is_named_as_a_likely_missing_code(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         TablePreprocessor().fit(pd.DataFrame({"x": one_off, "t": tail, "n": rng.poisson(3, 200).astype(float)}))
+
+
+def test_fence_max_share_fences_a_few_gross_values_but_not_a_far_group():
+    rng = np.random.default_rng(1)
+    few, group = rng.normal(size=400), rng.normal(size=400)
+    few[:3] = 1e6  # 0.75 % of the rows: gross values
+    group[:40] = rng.normal(60.0, 1.0, size=40)  # 10 %: a far group, perhaps a cluster
+    pre = TablePreprocessor(clip_fences=5.0, fence_max_share=0.01).fit(pd.DataFrame({"few": few, "g": group}))
+    assert np.isfinite(pre.columns_[0].high) and pre.columns_[1].high == np.inf
+    both = TablePreprocessor(clip_fences=5.0).fit(pd.DataFrame({"few": few, "g": group}))
+    assert np.isfinite(both.columns_[1].high)  # without the share, the far group is fenced too
+    with pytest.raises(ValueError, match="fence_max_share must be None or in"):
+        TablePreprocessor(fence_max_share=1.5)
