@@ -225,8 +225,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     Notes
     -----
     **Preprocessing.** Categorical (``category``/``object``/``bool``) columns become integer codes, missing values
-    are imputed, constant columns and categorical identifiers (every value distinct) dropped, numeric columns z-normalised, and more than 64 columns reduced with
-    PCA (with a warning); see :mod:`model.preprocessing` for the exact rules and refusals.
+    are imputed, constant columns and categorical identifiers (every value distinct) dropped, a few gross values read
+    at fences 10 IQRs past a quartile, numeric columns z-normalised, and more than 64 columns reduced with PCA (with
+    a warning); see :mod:`model.preprocessing` for the exact rules and refusals.
 
     **Large tables (N > n_context).** ``n_context`` rows drawn without replacement (seeded by
     ``random_state``) form the context: only they shape the column statistics, the prototypes and the
@@ -283,12 +284,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: ``impute="neighbors"`` in a table of numeric columns alone: a column one row lacks counts at its average
     #: difference (True) or by ``KNNImputer``'s rescaling (False); judged by ``benchmarks/choose_imputation.py``
     _impute_average_gaps = False
-    #: Fences for numeric values (``TablePreprocessor(clip_fences=)``): a value beyond Q1 - c IQR or Q3 + c IQR of
-    #: its column is read as the fence, so that a few gross values do not set the column's scale; None: none. A
-    #: design alternative judged by ``benchmarks/choose_fences.py``.
-    _clip_fences = None
-    #: and the largest share of a column's values beyond them for which it is fenced (None: any)
-    _fence_max_share = None
+    #: Fences for numeric values (``TablePreprocessor(clip_fences=, fence_max_share=)``): a value beyond Q1 - 10 IQR
+    #: or Q3 + 10 IQR of its column is read as the fence, in a column where at most 1 % of the values lie beyond
+    #: (a few gross values, not a far group that may be a cluster), so that they do not set the column's scale.
+    #: Chosen 2026-12-06 by ``benchmarks/choose_fences.py`` (``docs/results/choice-fences-rare-*.md``); None: none.
+    _clip_fences = 10.0
+    _fence_max_share = 0.01
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start

@@ -26,9 +26,11 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   identifier, such as names; with a ``UserWarning``), as no two rows share a value; if nothing remains,
   ``ValueError``.
 * **Numeric columns** are z-normalised with the fitted mean and (population) standard deviation; z-scores
-  beyond +-1e6 (a new row's extreme value) are clipped there. A value written in nines (-99, 999, 999999) that
-  two or more rows share more than ``CODE_IQRS`` IQRs beyond the column's quartiles (a code for a missing value?)
-  is named in a ``UserWarning``; it is read as a value.
+  beyond +-1e6 (a new row's extreme value) are clipped there. With ``clip_fences`` c (the estimator's default: 10,
+  with ``fence_max_share`` 0.01), a value beyond Q1 - c IQR or Q3 + c IQR reads as that fence, in fit and
+  transform, in the columns where at most that share of the fitted values lies beyond (a few gross values). A
+  value written in nines (-99, 999, 999999) that two or more rows share more than ``CODE_IQRS`` IQRs beyond the
+  column's quartiles (a code for a missing value?) is named in a ``UserWarning``; it is read as a value.
 * **Categorical columns** become integer codes ``0..C-1`` in sorted order of the observed values (the category
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
   categories keeps its ``max_categories - 1`` most frequent ones held by more than one row and pools the rest
