@@ -636,3 +636,17 @@ def test_a_column_of_names_beside_blobs_is_dropped_and_the_blobs_are_found():
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) == 1.0
     np.testing.assert_array_equal(est.labels_, TabClustPFN(random_state=0).fit(df[["a", "b"]]).labels_)
     np.testing.assert_array_equal(est.predict(df.assign(name="someone new")), est.labels_)
+
+
+def test_a_few_gross_values_are_fenced_and_no_longer_hide_the_clusters():
+    # five rows at 1e6 in both columns of three blobs: unfenced they are each column's whole spread (K = 2, ARI 0)
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=600, n_features=2, centers=3, random_state=1)
+    X[:5] = 1e6
+    est = TabClustPFN(random_state=0).fit(X)
+    assert est._clip_fences == 10.0 and np.isfinite([c.high for c in est.preprocessor_.columns_]).all()
+    assert adjusted_rand_score(y[5:], est.labels_[5:]) > 0.95
+    unfenced = TabClustPFN(random_state=0)
+    unfenced._clip_fences = None
+    assert adjusted_rand_score(y[5:], unfenced.fit(X).labels_[5:]) < 0.1
