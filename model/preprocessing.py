@@ -118,6 +118,7 @@ class _Column:
     unit: float = 1.0
     low: float = -np.inf  # numeric: values below are read as this (``clip_fences``), in the column's own units
     high: float = np.inf  # numeric: values above are read as this
+    fenced: int = 0  # numeric: values of the fitted table read at a fence
 
     @property
     def center(self) -> float:
@@ -381,6 +382,8 @@ class TablePreprocessor:
         Dropped input columns (label -> reason).
     screened_ : list[str]
         The columns of ``dropped_`` dropped as pure noise (``screen_noise``).
+    fenced_ : dict[str, int]
+        The kept numeric columns with fitted values read at a fence (``clip_fences``) -> how many.
     power_transformed_ : dict[str, float]
         The columns ``power_transform`` transformed -> their Yeo-Johnson exponents (empty without it).
     components_ : ndarray of shape (P, max_features) or None
@@ -482,6 +485,8 @@ class TablePreprocessor:
                 self.columns_.append(col)
         if self.dropped_:
             logger.info("dropped %d uninformative column(s): %s", len(self.dropped_), self.dropped_)
+        if self.fenced_:
+            logger.info("values read at a fence: %s", self.fenced_)
         if not self.columns_:
             raise ValueError("no usable column: every column is entirely missing, constant or an identifier "
                              f"({self.dropped_}); nothing to cluster.")
@@ -564,6 +569,11 @@ class TablePreprocessor:
         """(len(screened_),) bool: which screened columns are categorical (their values are category codes)."""
         return np.array([c.categorical for c in self._screened_columns], bool)
 
+    @property
+    def fenced_(self) -> dict[str, int]:
+        """The kept numeric columns with fitted values read at a fence -> how many (empty without fences)."""
+        return {c.name: c.fenced for c in self.columns_ if c.fenced}
+
     def empty_rows(self, X: Any) -> np.ndarray:
         """(n,) bool: the rows of ``X`` with no value in any usable column (kept or screened; those dropped as
         entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
@@ -609,7 +619,7 @@ class TablePreprocessor:
         present = values[~np.isnan(values)]
         if present.size == 0:
             return "entirely missing"
-        low, high = -np.inf, np.inf
+        low, high, fenced = -np.inf, np.inf, 0
         with np.errstate(over="ignore", invalid="ignore"):  # quartiles near the float64 range: no fences, no codes
             q1, q3 = (float(q) for q in np.quantile(present, [0.25, 0.75]))
             iqr = q3 - q1
@@ -624,6 +634,7 @@ class TablePreprocessor:
             else:
                 present = np.clip(present, low, high)
                 values = np.clip(values, low, high)
+                fenced = beyond
         median = float(np.median(present))
         filled = np.where(np.isnan(values), median, values).astype(np.float64)
         # the moments of the column divided by its largest magnitude: no overflow near the float64 range, and the
@@ -635,7 +646,8 @@ class TablePreprocessor:
         mean, std = float(unit.mean()), float(unit.std())
         if not std > 1e-12:
             return "constant"
-        return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top, low=low, high=high)
+        return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top, low=low, high=high,
+                       fenced=fenced)
 
     def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
         missing = pd.isna(values)

@@ -616,6 +616,8 @@ def test_fence_max_share_fences_a_few_gross_values_but_not_a_far_group():
     group[:40] = rng.normal(60.0, 1.0, size=40)  # 10 %: a far group, perhaps a cluster
     pre = TablePreprocessor(clip_fences=5.0, fence_max_share=0.01).fit(pd.DataFrame({"few": few, "g": group}))
     assert np.isfinite(pre.columns_[0].high) and pre.columns_[1].high == np.inf
+    assert pre.fenced_ == {"column 'few'": 3}  # the far group is not fenced, so not counted
+    assert TablePreprocessor().fit(pd.DataFrame({"few": few})).fenced_ == {}
     both = TablePreprocessor(clip_fences=5.0).fit(pd.DataFrame({"few": few, "g": group}))
     assert np.isfinite(both.columns_[1].high)  # without the share, the far group is fenced too
     with pytest.raises(ValueError, match="fence_max_share must be None or in"):

@@ -225,8 +225,19 @@ def test_the_summary_counts_the_rows_with_no_value_in_any_column(tmp_path, tiny_
     with pytest.warns(UserWarning, match="3 of the 200 rows have no value in any usable column"):
         row, out = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
     assert row["status"] == "ok" and row["empty_rows"] == 3 and len(out) == 200
+    assert json.loads(row["fenced_values"]) == {}
     failed, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), tmp_path / "missing.csv", "missing")
-    assert failed["empty_rows"] is None
+    assert failed["empty_rows"] is None and failed["fenced_values"] is None
+
+
+def test_the_summary_counts_the_gross_values_read_at_a_fence(tmp_path, tiny_checkpoint):
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300)})
+    table.loc[:1, "a"] = 1e7  # two entry errors: under 1 % of the column, read at its upper fence
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    assert row["status"] == "ok" and json.loads(row["fenced_values"]) == {"column 'a'": 2}
 
 
 def test_power_transform_reaches_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
