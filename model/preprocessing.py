@@ -119,6 +119,7 @@ class _Column:
     low: float = -np.inf  # numeric: values below are read as this (``clip_fences``), in the column's own units
     high: float = np.inf  # numeric: values above are read as this
     fenced: int = 0  # numeric: values of the fitted table read at a fence
+    codes: tuple = ()  # numeric: values in nines shared far beyond the column, likely codes for a missing value
 
     @property
     def center(self) -> float:
@@ -296,23 +297,24 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes:
     return out, (c_out if given_codes else None)
 
 
-def _warn_of_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: str) -> None:
+def _warn_of_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: str) -> tuple[float, ...]:
     """Warn of the values written in nines (-99, 999, 999999) that several rows share far beyond the rest of their
     column (``CODE_IQRS`` IQRs past a quartile): codes for a missing value, read as values, gather their rows. (Far
     values in general are no sign: long-tailed columns of real tables have them.)"""
     far = present[(present < q1 - CODE_IQRS * iqr) | (present > q3 + CODE_IQRS * iqr)]
     if far.size < 2:
-        return
+        return ()
     levels, counts = np.unique(far, return_counts=True)
     with np.errstate(invalid="ignore", over="ignore"):
         digits = [str(int(abs(v))) if float(v).is_integer() and abs(v) < 1e18 else "" for v in levels]
     shared = (counts >= 2) & np.array([len(d) >= 2 and set(d) == {"9"} for d in digits])
     if not shared.any():
-        return
+        return ()
     codes = ", ".join(f"{v:g} ({c} rows)" for v, c in zip(levels[shared][:3], counts[shared][:3]))
     warnings.warn(f"{label}: {codes}{' and more' if shared.sum() > 3 else ''} lie more than {CODE_IQRS:g} IQRs "
                   "beyond the column's other values; if such a value codes a missing one, pass NaN instead (it is "
                   "read as a value, and its rows gather).", UserWarning, stacklevel=_user_stacklevel())
+    return tuple(float(v) for v in levels[shared])
 
 
 def _sorted_values(values: np.ndarray) -> list:
@@ -384,6 +386,8 @@ class TablePreprocessor:
         The columns of ``dropped_`` dropped as pure noise (``screen_noise``).
     fenced_ : dict[str, int]
         The kept numeric columns with fitted values read at a fence (``clip_fences``) -> how many.
+    likely_codes_ : dict[str, list[float]]
+        The kept numeric columns holding likely codes for a missing value (values in nines, see above) -> them.
     power_transformed_ : dict[str, float]
         The columns ``power_transform`` transformed -> their Yeo-Johnson exponents (empty without it).
     components_ : ndarray of shape (P, max_features) or None
@@ -574,6 +578,12 @@ class TablePreprocessor:
         """The kept numeric columns with fitted values read at a fence -> how many (empty without fences)."""
         return {c.name: c.fenced for c in self.columns_ if c.fenced}
 
+    @property
+    def likely_codes_(self) -> dict[str, list[float]]:
+        """The kept numeric columns holding values in nines shared far beyond the rest (-999, 999999: codes for a
+        missing value?, named in a warning at fit) -> those values."""
+        return {c.name: list(c.codes) for c in self.columns_ if c.codes}
+
     def empty_rows(self, X: Any) -> np.ndarray:
         """(n,) bool: the rows of ``X`` with no value in any usable column (kept or screened; those dropped as
         entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
@@ -619,13 +629,13 @@ class TablePreprocessor:
         present = values[~np.isnan(values)]
         if present.size == 0:
             return "entirely missing"
-        low, high, fenced = -np.inf, np.inf, 0
+        low, high, fenced, codes = -np.inf, np.inf, 0, ()
         with np.errstate(over="ignore", invalid="ignore"):  # quartiles near the float64 range: no fences, no codes
             q1, q3 = (float(q) for q in np.quantile(present, [0.25, 0.75]))
             iqr = q3 - q1
             spread = bool(np.isfinite(iqr) and iqr > 0 and np.isfinite(CODE_IQRS * iqr))
         if spread:
-            _warn_of_codes(present, q1, q3, iqr, label)
+            codes = _warn_of_codes(present, q1, q3, iqr, label)
         if fences is not None and spread and np.isfinite(fences * iqr):
             low, high = q1 - fences * iqr, q3 + fences * iqr
             beyond = int(((present < low) | (present > high)).sum())
@@ -647,7 +657,7 @@ class TablePreprocessor:
         if not std > 1e-12:
             return "constant"
         return _Column(j, label, False, unit_center=mean, unit_scale=std, fill=median, unit=top, low=low, high=high,
-                       fenced=fenced)
+                       fenced=fenced, codes=codes)
 
     def _fit_categorical(self, series: pd.Series, values: np.ndarray, j: int, label: str) -> _Column | str:
         missing = pd.isna(values)

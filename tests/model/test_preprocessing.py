@@ -600,13 +600,15 @@ def test_a_value_shared_far_beyond_its_column_is_named_as_a_likely_missing_code(
     age = rng.normal(40, 10, size=200).round()
     age[:12] = -999.0
     with pytest.warns(UserWarning, match=r"column 'age': -999 \(12 rows\) lie more than 10 IQRs beyond"):
-        TablePreprocessor().fit(pd.DataFrame({"age": age, "x": rng.normal(size=200)}))
+        pre = TablePreprocessor().fit(pd.DataFrame({"age": age, "x": rng.normal(size=200)}))
+    assert pre.likely_codes_ == {"column 'age'": [-999.0]}
     one_off, tail = rng.normal(size=200), rng.normal(size=200)
     one_off[0] = 9999.0  # one row is not a code; a shared far value not in nines is a long tail (real tables')
     tail[:3] = 5001.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        TablePreprocessor().fit(pd.DataFrame({"x": one_off, "t": tail, "n": rng.poisson(3, 200).astype(float)}))
+        quiet = TablePreprocessor().fit(pd.DataFrame({"x": one_off, "t": tail, "n": rng.poisson(3, 200).astype(float)}))
+    assert quiet.likely_codes_ == {}
 
 
 def test_fence_max_share_fences_a_few_gross_values_but_not_a_far_group():

@@ -238,6 +238,20 @@ def test_the_summary_counts_the_gross_values_read_at_a_fence(tmp_path, tiny_chec
     table.to_csv(path, index=False)
     row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
     assert row["status"] == "ok" and json.loads(row["fenced_values"]) == {"column 'a'": 2}
+    assert json.loads(row["likely_codes"]) == {}
+
+
+def test_the_summary_names_likely_missing_value_codes_which_a_worker_only_warns_of(tmp_path, tiny_checkpoint):
+    rng = np.random.default_rng(6)
+    table = pd.DataFrame({"age": rng.normal(40, 10, size=300).round(), "b": rng.normal(size=300)})
+    table.loc[:9, "age"] = -999.0
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="-999"):
+        row, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    assert row["status"] == "ok" and json.loads(row["likely_codes"]) == {"column 'age'": [-999.0]}
+    failed, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), tmp_path / "missing.csv", "missing")
+    assert failed["likely_codes"] is None
 
 
 def test_power_transform_reaches_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
