@@ -297,10 +297,10 @@ def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes:
     return out, (c_out if given_codes else None)
 
 
-def _warn_of_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: str) -> tuple[float, ...]:
-    """Warn of the values written in nines (-99, 999, 999999) that several rows share far beyond the rest of their
-    column (``CODE_IQRS`` IQRs past a quartile): codes for a missing value, read as values, gather their rows. (Far
-    values in general are no sign: long-tailed columns of real tables have them.)"""
+def _likely_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: str) -> tuple[float, ...]:
+    """The values written in nines (-99, 999, 999999) that several rows share far beyond the rest of their column
+    (``CODE_IQRS`` IQRs past a quartile), named in a warning: codes for a missing value, read as values, gather their
+    rows. (Far values in general are no sign: long-tailed columns of real tables have them.)"""
     far = present[(present < q1 - CODE_IQRS * iqr) | (present > q3 + CODE_IQRS * iqr)]
     if far.size < 2:
         return ()
@@ -635,7 +635,7 @@ class TablePreprocessor:
             iqr = q3 - q1
             spread = bool(np.isfinite(iqr) and iqr > 0 and np.isfinite(CODE_IQRS * iqr))
         if spread:
-            codes = _warn_of_codes(present, q1, q3, iqr, label)
+            codes = _likely_codes(present, q1, q3, iqr, label)
         if fences is not None and spread and np.isfinite(fences * iqr):
             low, high = q1 - fences * iqr, q3 + fences * iqr
             beyond = int(((present < low) | (present > high)).sum())
