@@ -4,11 +4,12 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 
 * **Column types.** Numeric numpy dtypes and numeric pandas dtypes are numeric. ``bool``, ``category`` and
   pandas ``boolean`` columns are categorical. Object and string columns are inspected value by value: a column
-  whose values are all numbers or numeric strings (``"1.5"``) is numeric; a column of strings with at least one
-  non-numeric string is categorical; a column that mixes real numbers with non-numeric strings (``3.2`` and
-  ``"?"``) is refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into
-  NaN). Values that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise
-  ``ValueError``.
+  whose values are all numbers or numeric strings (``"1.5"``) is numeric; so is one whose other values are all
+  missing-value markers (``"?"``, ``"NA"``, ``"-"``, ``"."``: :func:`is_missing_marker`), those cells read as
+  missing, with a ``UserWarning`` naming them (``missing_markers_``); a column of strings with any other
+  non-numeric string is categorical; a column that mixes real numbers with such strings (``3.2`` and ``"low"``) is
+  refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into NaN). Values
+  that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise ``ValueError``.
 * **Missing values** (NaN, None, pd.NA) are imputed: by the median of a numeric column and the most frequent
   category of a categorical one (``impute="median"``), or (``impute="neighbors"``) by the mean of that column over
   the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
@@ -66,6 +67,7 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import numbers
 import os
@@ -94,6 +96,10 @@ IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="ne
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
 IDENTIFIER = "an identifier: every value distinct, so no two rows share one"  # a categorical column's drop reason
 IDENTIFIER_MIN_VALUES = 3  # fewer distinct values: too few rows to call the column an identifier
+#: Strings that mark a missing value among numbers (``"?"`` in UCI files, ``"."`` in SAS exports, ``"NA"`` in R's),
+#: compared stripped and case-folded (:func:`is_missing_marker`)
+MISSING_MARKERS = frozenset({"na", "n/a", "n.a.", "nan", "null", "none", "nil", "missing", "unknown", "#n/a",
+                             "not available"})
 _OTHER = object()  # a category no column holds: _encode reads it as the column's "other" code
 _IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
@@ -120,6 +126,7 @@ class _Column:
     high: float = np.inf  # numeric: values above are read as this
     fenced: int = 0  # numeric: values of the fitted table read at a fence
     codes: tuple = ()  # numeric: values in nines shared far beyond the column, likely codes for a missing value
+    markers: tuple = ()  # numeric: the strings among its numbers read as missing (``"?"``), as fitted
 
     @property
     def center(self) -> float:
@@ -195,8 +202,18 @@ def _numeric_block(frame: pd.DataFrame) -> np.ndarray | None:
     return frame.to_numpy(np.float64, na_value=np.nan)
 
 
-def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]:
-    """Object column -> (is_categorical, values); numeric values come back as float64."""
+def is_missing_marker(value: Any) -> bool:
+    """Whether ``value`` is a string that marks a missing value among numbers: one of :data:`MISSING_MARKERS`, or
+    punctuation alone (``"?"``, ``"-"``, ``"."``, ``""``), stripped and case-folded."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip().casefold()
+    return text in MISSING_MARKERS or not any(ch.isalnum() for ch in text)
+
+
+def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, tuple[str, ...]]:
+    """Object column -> (is_categorical, values, markers); numeric values come back as float64, the missing-value
+    markers among them (:func:`is_missing_marker`, named in a warning) as NaN."""
     missing = pd.isna(values)
     present = values[~missing]
     kinds = {type(v) for v in present}
@@ -206,17 +223,26 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray]
         if issubclass(kind, numbers.Complex) and not issubclass(kind, numbers.Real):
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
     if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
-        return True, values
+        return True, values, ()
     parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
     failed = np.isnan(parsed) & ~missing
     if not failed.any():
-        return False, parsed
+        return False, parsed, ()
+    marked = np.array([is_missing_marker(v) for v in values[failed]])
+    if marked.all() and failed.sum() < (~missing).sum():  # numbers, and markers of a missing value beside them
+        found, counts = np.unique(values[failed].astype(str), return_counts=True)
+        found = [str(v) for v in found]
+        named = ", ".join(f"{v!r} ({c} cell{'s' if c > 1 else ''})" for v, c in zip(found, counts))
+        warnings.warn(f"{label}: {named} read as missing, as the column's other values are numbers; write a "
+                      "missing value as NaN or an empty cell to silence this, or cast the column to 'category' to "
+                      "cluster on those strings.", UserWarning, stacklevel=_user_stacklevel())
+        return False, parsed, tuple(found)
     if any(not issubclass(k, str) for k in kinds):
-        bad = values[np.flatnonzero(failed)[0]]
+        bad = values[np.flatnonzero(failed)[~marked][0]]
         raise ValueError(f"{label} mixes numbers with non-numeric strings (e.g. {bad!r}); replace those "
                          "strings with NaN if they mean 'missing', or cast the column to 'category' to treat it "
                          "as categorical.")
-    return True, values
+    return True, values, ()
 
 
 def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes: np.ndarray | None = None,
@@ -524,8 +550,6 @@ class TablePreprocessor:
         """The Yeo-Johnson exponent of every numeric column of at least ``MIN_DISTINCT`` distinct values, a
         skewness beyond ``power_min_skewness`` and (``power_keep_modes``) one mode, fitted on its z-scores, and the
         moments of the result (:mod:`model.power`)."""
-        import dataclasses
-
         from model.power import MIN_DISTINCT, fit_lambda, skewness, transform
         from model.refinement import one_hot_widths
         from model.screening import multimodal
@@ -579,6 +603,12 @@ class TablePreprocessor:
         return {c.name: c.fenced for c in self.columns_ if c.fenced}
 
     @property
+    def missing_markers_(self) -> dict[str, list[str]]:
+        """The kept numeric columns whose strings among the numbers were read as missing (``"?"``, ``"NA"``, named in
+        a warning at fit) -> those strings."""
+        return {c.name: list(c.markers) for c in self.columns_ if c.markers}
+
+    @property
     def likely_codes_(self) -> dict[str, list[float]]:
         """The kept numeric columns holding values in nines shared far beyond the rest (-999, 999999: codes for a
         missing value?, named in a warning at fit) -> those values."""
@@ -587,10 +617,15 @@ class TablePreprocessor:
     def empty_rows(self, X: Any) -> np.ndarray:
         """(n,) bool: the rows of ``X`` with no value in any usable column (kept or screened; those dropped as
         entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
-        it carries nothing about the clusters."""
+        it carries nothing about the clusters. A missing-value marker in a numeric column (``"?"``) counts as
+        missing."""
         frame = as_frame(X)
-        usable = [c.index for c in [*self.columns_, *getattr(self, "_screened_columns", [])]]
-        return frame.iloc[:, usable].isna().all(axis=1).to_numpy()
+        columns = [*self.columns_, *getattr(self, "_screened_columns", [])]
+        absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy()
+        for i, col in enumerate(columns):
+            if not col.categorical and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[col.index]):
+                absent[:, i] |= [is_missing_marker(v) for v in frame.iloc[:, col.index].to_numpy(object)]
+        return absent.all(axis=1)
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
@@ -618,10 +653,11 @@ class TablePreprocessor:
         return self
 
     def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
-        categorical, values = self._column_values(series, label, fitted=None)
+        categorical, values, markers = self._column_values(series, label, fitted=None)
         if categorical:
             return self._fit_categorical(series, values, j, label)
-        return self._fit_numeric(values, j, label, self.clip_fences, self.fence_max_share)
+        col = self._fit_numeric(values, j, label, self.clip_fences, self.fence_max_share)
+        return dataclasses.replace(col, markers=markers) if markers and isinstance(col, _Column) else col
 
     @staticmethod
     def _fit_numeric(values: np.ndarray, j: int, label: str, fences: float | None = None,
@@ -689,19 +725,23 @@ class TablePreprocessor:
         fill = int(np.bincount(codes[codes >= 0]).argmax())
         return _Column(j, label, True, fill=fill, categories=tuple(order), other_code=other)
 
-    def _column_values(self, series: pd.Series, label: str, fitted: _Column | None) -> tuple[bool, np.ndarray]:
-        """One input column -> (categorical?, values): float64 for numeric, object array for categorical.
+    def _column_values(self, series: pd.Series, label: str, fitted: _Column | None
+                       ) -> tuple[bool, np.ndarray, tuple[str, ...]]:
+        """One input column -> (categorical?, values, markers): float64 for numeric (a missing-value marker among
+        numbers as NaN, :func:`is_missing_marker`), object array for categorical; ``markers``: the strings read as
+        missing (found at fit only).
 
         With ``fitted`` (transform), the fitted type is imposed instead of inferred.
         """
         dtype = series.dtype
+        markers: tuple[str, ...] = ()
         if fitted is not None and fitted.categorical:
-            return True, series.to_numpy(object)
+            return True, series.to_numpy(object), markers
         if pd.api.types.is_complex_dtype(dtype):
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
         if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
             if fitted is None:
-                return True, series.to_numpy(object)
+                return True, series.to_numpy(object), markers
             values = self._parse_numeric(series.to_numpy(object), label)
         elif pd.api.types.is_numeric_dtype(dtype):
             values = series.to_numpy(np.float64, na_value=np.nan)
@@ -710,17 +750,20 @@ class TablePreprocessor:
             if fitted is not None:
                 values = self._parse_numeric(values, label)
             else:
-                categorical, values = _classify_objects(values, label)
+                categorical, values, markers = _classify_objects(values, label)
                 if categorical:
-                    return True, values
+                    return True, values, markers
         else:
             raise ValueError(f"{label} has unsupported dtype {dtype}; convert it to numbers or 'category'.")
-        return False, _finite(values, label)
+        return False, _finite(values, label), markers
 
     @staticmethod
     def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
+        """A fitted numeric column's values as float64; missing-value markers (``"?"``) read as NaN, as in fit."""
         parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
         failed = np.isnan(parsed) & ~pd.isna(values)
+        if failed.any():
+            failed[failed] = [not is_missing_marker(v) for v in values[failed]]
         if failed.any():
             raise ValueError(f"{label} is numeric but holds the non-numeric value "
                              f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")
@@ -762,7 +805,7 @@ class TablePreprocessor:
         block = _numeric_block(frame)
         for i, col in enumerate(columns):
             if block is None or col.categorical:
-                categorical, values = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
+                categorical, values, _ = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
             else:
                 categorical, values = False, _finite(block[:, col.index], col.name)
             if categorical:

@@ -46,8 +46,8 @@ DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
 SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_posterior",
-                   "structure_score", "ignored_columns", "empty_rows", "fenced_values", "likely_codes", "seconds",
-                   "ari", "nmi", "error", "path", "node_id"]
+                   "structure_score", "ignored_columns", "empty_rows", "fenced_values", "likely_codes",
+                   "missing_markers", "seconds", "ari", "nmi", "error", "path", "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
@@ -174,8 +174,8 @@ class UsageError(ValueError):
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
             "k_probability": None, "k_posterior": None, "structure_score": None, "ignored_columns": None,
-            "empty_rows": None, "fenced_values": None, "likely_codes": None, "seconds": round(seconds, 4),
-            "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
+            "empty_rows": None, "fenced_values": None, "likely_codes": None, "missing_markers": None,
+            "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
 
 
 def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
@@ -236,6 +236,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
            "empty_rows": len(getattr(est, "empty_rows_", ())),  # rows with no value in any usable column
            "fenced_values": json.dumps(est.preprocessor_.fenced_),  # gross values read at a fence, per column
            "likely_codes": json.dumps(est.preprocessor_.likely_codes_),  # -999 and the like, read as values
+           "missing_markers": json.dumps(est.preprocessor_.missing_markers_),  # "?" among numbers, read as missing
            "seconds": round(time.perf_counter() - start, 4), "ari": None, "nmi": None, "error": "",
            "path": str(path), "node_id": None}
     if truth is not None:

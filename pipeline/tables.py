@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from model.preprocessing import is_missing_marker
+
 logger = logging.getLogger(__name__)
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -88,11 +90,13 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
 
 
 def check_text_column(col: pd.Series) -> None:
-    """Refuse a text column that is neither all numbers nor a category with few levels.
+    """Refuse a text column that is neither numbers nor a category with few levels.
 
-    A column of mostly numbers with some non-numeric strings (``"?"``, ``"n/a"``) is refused so those strings are
-    not taken as categories; a column with more than :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more
-    than half as many distinct strings as values, is free text (names, ids, garbage), not a feature.
+    Numbers with missing-value markers beside them (``"?"``, ``"n/a"``: :func:`model.preprocessing.is_missing_marker`)
+    pass: the estimator reads the markers as missing and names them (``missing_markers`` in the summary). A column
+    of mostly numbers with other strings (``"low"``) is refused so those strings are not taken as categories; a
+    column with more than :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more than half as many distinct
+    strings as values, is free text (names, ids, garbage), not a feature.
     """
     present = col.dropna()
     if present.empty:
@@ -101,7 +105,11 @@ def check_text_column(col: pd.Series) -> None:
     numeric = pd.to_numeric(text, errors="coerce").notna()
     if numeric.all():
         return
-    example = text[~numeric].iloc[0][:40]
+    marked = text[~numeric].map(is_missing_marker)
+    if numeric.any() and marked.all():
+        return
+    words = text[~numeric][~marked]  # (none: markers alone, a text column of them)
+    example = (words if len(words) else text[~numeric]).iloc[0][:40]
     if numeric.mean() >= 0.5:
         raise TableError(f"column {col.name!r} is numeric but holds non-numeric strings (e.g. {example!r}); "
                          "write missing values as empty cells or NaN, or cast the column to 'category'")

@@ -169,7 +169,7 @@ def test_max_clusters_leaves_a_given_n_clusters_alone(tiny_checkpoint):
         (np.array([[0.0, 1.0], [np.inf, 2.0], [1.0, 0.0]]), {}, "contains inf"),
         (np.array([[1.0, np.nan], [2.0, np.nan], [2.0, np.nan]]), {}, None),  # fine: NaN column dropped
         (np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 1.0]]), {}, "no usable column"),
-        (pd.DataFrame({"age": np.array([3.0, "n/a", 5.0], dtype=object)}), {}, "'age'.*non-numeric"),
+        (pd.DataFrame({"age": np.array([3.0, "low", 5.0], dtype=object)}), {}, "'age'.*non-numeric"),
         (_blobs(), {"n_clusters": 1}, r"n_clusters=1 is outside 2\.\.10"),
         (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
         (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
@@ -636,6 +636,28 @@ def test_a_column_of_names_beside_blobs_is_dropped_and_the_blobs_are_found():
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) == 1.0
     np.testing.assert_array_equal(est.labels_, TabClustPFN(random_state=0).fit(df[["a", "b"]]).labels_)
     np.testing.assert_array_equal(est.predict(df.assign(name="someone new")), est.labels_)
+
+
+def test_question_marks_among_numbers_read_as_missing_and_the_blobs_are_found(tmp_path):
+    # a CSV whose numeric columns hold "?" for a missing value reads them as text: taken as categories of 600
+    # one-row values, the columns carried nothing (ARI 0); read as numbers with gaps they are the blobs
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=600, n_features=2, centers=3, random_state=1)
+    df = pd.DataFrame(X, columns=["a", "b"]).round(4)
+    gaps = df.copy()
+    gaps.loc[[3, 50, 170], "a"], gaps.loc[[7, 400], "b"] = np.nan, np.nan
+    path = tmp_path / "t.csv"
+    gaps.to_csv(path, index=False, na_rep="?")
+    read = pd.read_csv(path)
+    assert not pd.api.types.is_numeric_dtype(read["a"]) and not pd.api.types.is_numeric_dtype(read["b"])
+    with pytest.warns(UserWarning, match=r"column 'a': '\?' \(3 cells\) read as missing"):
+        est = TabClustPFN(random_state=0).fit(read)
+    assert est.preprocessor_.missing_markers_ == {"column 'a'": ["?"], "column 'b'": ["?"]}
+    assert not est.preprocessor_.cat_mask_.any()
+    np.testing.assert_array_equal(est.labels_, TabClustPFN(random_state=0).fit(gaps).labels_)
+    assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
+    np.testing.assert_array_equal(est.predict(read), est.labels_)
 
 
 def test_a_few_gross_values_are_fenced_and_no_longer_hide_the_clusters():

@@ -43,9 +43,36 @@ def test_object_column_of_numeric_strings_is_numeric():
 
 
 def test_numbers_mixed_with_non_numeric_strings_is_refused_naming_the_column():
-    df = pd.DataFrame({"age": np.array([31.0, 40.0, "?", 22.0], dtype=object), "x": [1.0, 2.0, 3.0, 4.0]})
-    with pytest.raises(ValueError, match=r"'age'.*non-numeric strings"):
+    df = pd.DataFrame({"age": np.array([31.0, 40.0, "old", "?", 22.0], dtype=object), "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    with pytest.raises(ValueError, match=r"'age'.*non-numeric strings \(e\.g\. 'old'\)"):
         TablePreprocessor().fit(df)
+
+
+@pytest.mark.parametrize("marker", ["?", "NA", " n/a ", "-", ".", "", "Missing", "--"])
+def test_missing_value_markers_among_numbers_are_read_as_missing_and_named(marker):
+    numbers = [31.0, 40.0, np.nan, 22.0, 35.0, np.nan]
+    as_nan = pd.DataFrame({"age": numbers, "x": [1.0, 2.0, 3.0, 4.0, 5.0, 9.0]})
+    for written in (np.array(["31", "40", marker, "22", "35", marker], dtype=object),  # text, as a CSV reader gives
+                    np.array([31.0, 40.0, marker, 22.0, 35.0, None], dtype=object)):  # numbers and a marker
+        df = as_nan.assign(age=written)
+        with pytest.warns(UserWarning, match=r"column 'age': .* read as missing, as the column's other values are"):
+            pre = TablePreprocessor().fit(df)
+        assert not pre.cat_mask_.any() and list(pre.missing_markers_) == ["column 'age'"]
+        np.testing.assert_array_equal(pre.transform(df)[0], TablePreprocessor().fit(as_nan).transform(as_nan)[0])
+        # new rows: the marker reads as missing there too, and a row of markers and NaN holds no value
+        new = pd.DataFrame({"age": [marker, "25"], "x": [np.nan, 2.0]})
+        np.testing.assert_array_equal(pre.transform(new)[0], pre.transform(new.assign(age=[np.nan, 25.0]))[0])
+        assert pre.empty_rows(new).tolist() == [True, False]
+
+
+def test_strings_that_are_not_markers_keep_a_text_column_categorical():
+    df = pd.DataFrame({"grade": ["1", "2", "A", "2", "?", "1"], "x": [1.0, 2.0, 3.0, 4.0, 5.0, 9.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pre = TablePreprocessor().fit(df)
+    assert pre.cat_mask_.tolist() == [True, False] and pre.missing_markers_ == {}
+    only = pd.DataFrame({"x": ["?", "?", "-"], "y": [1.0, 2.0, 3.0]})  # markers and no number: a text column
+    assert TablePreprocessor().fit(only).cat_mask_.tolist() == [True, False]
 
 
 def test_list_input_mixing_numbers_and_strings_keeps_numbers_numeric():

@@ -135,10 +135,26 @@ def test_a_parquet_tables_own_index_is_kept_in_the_output(tmp_path, tiny_checkpo
     pd.testing.assert_frame_equal(written[list(df.columns)], df)
 
 
-def test_numeric_column_with_placeholder_strings_is_refused():
-    df = pd.DataFrame({"x": ["1.0", "2.0", "?", "4.0", "5.0", "6.0"], "y": range(6)})
-    with pytest.raises(TableError, match="numeric but holds non-numeric strings"):
+def test_numeric_column_with_words_among_the_numbers_is_refused_and_with_markers_passes():
+    df = pd.DataFrame({"x": ["1.0", "2.0", "?", "4.0", "low", "6.0"], "y": range(6)})
+    with pytest.raises(TableError, match="numeric but holds non-numeric strings \\(e.g. 'low'\\)"):
         prepare_features(df)
+    marked = df.assign(x=["1.0", "2.0", "?", "4.0", "n/a", "6.0"])
+    features, _ = prepare_features(marked)
+    pd.testing.assert_frame_equal(features, marked)
+
+
+def test_the_summary_names_the_markers_read_as_missing(tmp_path, tiny_checkpoint):
+    rng = np.random.default_rng(7)
+    table = pd.DataFrame({"a": rng.normal(size=200).round(3), "b": rng.normal(size=200)}).astype({"a": object})
+    table.loc[:4, "a"] = "?"
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match="read as missing"):
+        row, out = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t")
+    assert row["status"] == "ok" and json.loads(row["missing_markers"]) == {"column 'a'": ["?"]} and len(out) == 200
+    failed, _ = cluster_table(load_estimator(tiny_checkpoint, 2, 0), tmp_path / "missing.csv", "missing")
+    assert failed["missing_markers"] is None
 
 
 def test_cluster_table_equals_a_fresh_estimator_with_the_same_seed(tmp_path, tiny_checkpoint):
