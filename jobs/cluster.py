@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="missing cells: filled from the 5 nearest rows (neighbors) or by the column's median or most "
                         "frequent category (default: the estimator's, neighbors)")
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
+    p.add_argument("--ignore-columns", nargs="+", default=[], metavar="NAME",
+                   help="columns not clustered where a table has them (ids, names, free text); kept in the output")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the estimator (default: %(default)s)")
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                                n_estimators=args.n_estimators, refine=args.refine,
                                allow_single_cluster=args.allow_single_cluster,
                                screen_noise=args.screen_noise, power_transform=args.power_transform,
-                               impute=args.impute, label_column=args.label_column, checkpoint=args.checkpoint,
+                               impute=args.impute, label_column=args.label_column,
+                               ignore_columns=tuple(args.ignore_columns), checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)

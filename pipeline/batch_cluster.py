@@ -99,6 +99,9 @@ class ClusterJobConfig:
         (most frequent category) (:mod:`model.preprocessing`); None keeps the estimator's default ("neighbors").
     label_column : str, optional
         Ground-truth column scored with ARI/NMI and kept out of the features.
+    ignore_columns : tuple of str
+        Columns kept out of the features where a table has them (ids, names, free text), and in its output; listed
+        in ``summary.csv``'s ``ignored_columns``. A name no clustered table holds draws a warning (a typo?).
     checkpoint : str, optional
         Model checkpoint; None uses the one shipped with the package.
     num_workers : int, optional
@@ -127,6 +130,7 @@ class ClusterJobConfig:
     power_transform: bool | None = None
     impute: str | None = None
     label_column: str | None = None
+    ignore_columns: tuple[str, ...] = ()
     checkpoint: str | None = None
     num_workers: int | None = None
     seed: int = 0
@@ -179,7 +183,8 @@ def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = N
 
 
 def cluster_table(estimator, path: Path, name: str, *, label_column: str | None = None,
-                  max_columns: int = MAX_COLUMNS) -> tuple[dict, pd.DataFrame | None]:
+                  ignore_columns: tuple[str, ...] = (), max_columns: int = MAX_COLUMNS
+                  ) -> tuple[dict, pd.DataFrame | None]:
     """Cluster one table; never raises for a bad table.
 
     Parameters
@@ -195,6 +200,8 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
         The table's name in the summary.
     label_column : str, optional
         Ground-truth column: scored, not clustered.
+    ignore_columns : tuple of str
+        Columns not clustered where the table has them; kept in the output.
     max_columns : int
         Feature-column limit.
 
@@ -208,7 +215,8 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     try:
         frame = read_table(path)
         rows, columns = frame.shape
-        features, truth = prepare_features(frame, label_column=label_column, max_columns=max_columns)
+        features, truth = prepare_features(frame, label_column=label_column, ignore_columns=ignore_columns,
+                                           max_columns=max_columns)
         taken = [c for c in frame.columns if c == OUTPUT_CLUSTER_COLUMN or str(c).startswith("prob_")]
         if taken:
             raise TableError(f"the table already has column(s) {taken[:3]} that the output adds (cluster, "
@@ -221,6 +229,8 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
                            time.perf_counter() - start, rows, columns), None
     labels = np.asarray(est.labels_)
     probs = np.asarray(est.probabilities_)
+    # the columns it was clustered without: those the estimator dropped (below), and those the job was told to ignore
+    ignored = [f"column {c!r}" for c in frame.columns if c not in features.columns and c != label_column]
     out = frame.copy()
     out[OUTPUT_CLUSTER_COLUMN] = labels
     for k in range(probs.shape[1]):
@@ -232,7 +242,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
            "k_probability": None if chosen is None else round(float(chosen), 6),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
            "structure_score": round(score, 4) if np.isfinite(score) else None,
-           "ignored_columns": json.dumps(sorted(est.preprocessor_.dropped_)),
+           "ignored_columns": json.dumps(sorted([*est.preprocessor_.dropped_, *ignored])),
            "empty_rows": len(getattr(est, "empty_rows_", ())),  # rows with no value in any usable column
            "fenced_values": json.dumps(est.preprocessor_.fenced_),  # gross values read at a fence, per column
            "likely_codes": json.dumps(est.preprocessor_.likely_codes_),  # -999 and the like, read as values
@@ -298,11 +308,12 @@ class TableClusterer:
                  max_columns: int, k_selection: str | None = None, max_clusters: int | None = None,
                  n_estimators: int | None = None, refine: str | None = None,
                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
-                 power_transform: bool | None = None, impute: str | None = None) -> None:
+                 power_transform: bool | None = None, impute: str | None = None,
+                 ignore_columns: tuple[str, ...] = ()) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
                                          refine, allow_single_cluster, screen_noise,
                                          power_transform=power_transform, impute=impute)
-        self._label_column = label_column
+        self._label_column, self._ignore_columns = label_column, tuple(ignore_columns)
         self._max_columns = max_columns
 
     def ready(self) -> bool:
@@ -314,7 +325,7 @@ class TableClusterer:
         import ray
 
         row, out = cluster_table(self._estimator, Path(path), name, label_column=self._label_column,
-                                 max_columns=self._max_columns)
+                                 ignore_columns=self._ignore_columns, max_columns=self._max_columns)
         row["node_id"] = ray.get_runtime_context().get_node_id()
         return row, out
 
@@ -346,7 +357,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise,
-            cfg.power_transform, cfg.impute)
+            cfg.power_transform, cfg.impute, cfg.ignore_columns)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -470,9 +481,19 @@ def run_batch(cfg: ClusterJobConfig) -> pd.DataFrame:
     # CRLF line ends (RFC 4180): the csv writer then quotes a field holding a bare "\r" (a table named so), which
     # it leaves unquoted under "\n" line ends, splitting the row when the file is read back
     summary.to_csv(out_dir / "summary.csv", index=False, lineterminator="\r\n")
+    _warn_unmatched_ignores(cfg, summary)
     if experiment_id is not None:
         summary.attrs["mlflow_run_id"] = _log_mlflow(cfg, summary, out_dir / "summary.csv", experiment_id)
     return summary
+
+
+def _warn_unmatched_ignores(cfg: ClusterJobConfig, summary: pd.DataFrame) -> None:
+    """A warning naming each ``ignore_columns`` entry that no clustered table held (a typo?)."""
+    held = {label for cell in summary.loc[summary["status"] == "ok", "ignored_columns"] for label in json.loads(cell)}
+    unmatched = [c for c in cfg.ignore_columns if f"column {c!r}" not in held]
+    if unmatched and (summary["status"] == "ok").any():
+        logger.warning("--ignore-columns %s: no clustered table has such a column (column names are case-sensitive)",
+                       ", ".join(map(repr, unmatched)))
 
 
 def worker_count(requested: int | None, tables: int, free_cpus: float, total_cpus: float) -> int:
@@ -607,6 +628,7 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
         with mlflow.start_run(run_name="batch-cluster", experiment_id=experiment_id) as run:
             mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
                                "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
+                               "ignore_columns": ",".join(cfg.ignore_columns)[:500],
                                "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
                                "max_columns": cfg.max_columns, "max_retries": cfg.max_retries,
                                "k_selection": cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION,

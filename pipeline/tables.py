@@ -47,14 +47,15 @@ def read_table(path: Path) -> pd.DataFrame:
     raise TableError(f"unsupported file type {suffix!r}: use .csv or .parquet")
 
 
-def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
+def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None, ignore_columns: tuple[str, ...] = (),
                      max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, pd.Series | None]:
     """Split a table into the features to cluster and the ground truth, refusing tables that cannot be clustered.
 
     The feature columns are passed on unchanged (the estimator types, imputes and normalises them itself), so a
-    table's output equals ``TabClustPFN(...).fit(features)``. Refused: no rows, duplicate column names, fewer than
-    2 rows, an unknown label column, no feature column, more than ``max_columns`` feature columns, no observed
-    value, and text columns that are not categories (see :func:`check_text_column`).
+    table's output equals ``TabClustPFN(...).fit(features)``. ``ignore_columns``: columns kept out of the features
+    where the table has them (ids, names, free text). Refused: no rows, duplicate column names, fewer than 2 rows,
+    an unknown label column, no feature column, more than ``max_columns`` feature columns, no observed value, and
+    text columns that are not categories (see :func:`check_text_column`).
 
     Raises
     ------
@@ -73,8 +74,11 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None,
             raise TableError(f"label column {label_column!r} not found; the columns are {list(frame.columns)[:20]}")
         truth = frame[label_column]
         frame = frame.drop(columns=[label_column])
+    ignored = [c for c in frame.columns if c in set(ignore_columns)]
+    if ignored:
+        frame = frame.drop(columns=ignored)
     if frame.shape[1] == 0:
-        raise TableError("table has no feature columns")
+        raise TableError("table has no feature columns" + (f" besides the ignored {ignored[:5]}" if ignored else ""))
     if len(frame) < 2:
         raise TableError("table has only 1 row; clustering needs at least 2")
     if frame.shape[1] > max_columns:
@@ -116,7 +120,8 @@ def check_text_column(col: pd.Series) -> None:
     levels = text.nunique()
     if levels > MAX_CATEGORY_LEVELS or levels > max(2, len(present) // 2):
         raise TableError(f"column {col.name!r} holds free text ({levels} distinct strings, e.g. {example!r}); "
-                         f"drop it, or encode it as a category with at most {MAX_CATEGORY_LEVELS} levels")
+                         f"drop it (the batch job: --ignore-columns {col.name}), or encode it as a category with at "
+                         f"most {MAX_CATEGORY_LEVELS} levels")
 
 
 def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:

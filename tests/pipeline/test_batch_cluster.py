@@ -45,7 +45,8 @@ def table_dir(tmp_path):
     d = tmp_path / "tables"
     d.mkdir()
     _blobs().to_csv(d / "good.csv", index=False)
-    mixed = _blobs(seed=1).assign(colour=pd.Categorical(np.random.default_rng(1).choice(["r", "g"], 60)))
+    mixed = _blobs(seed=1).assign(colour=pd.Categorical(np.random.default_rng(1).choice(["r", "g"], 60)),
+                                  customer=[f"c{i:03d}" for i in range(60)])  # free text: --ignore-columns
     mixed.to_parquet(d / "mixed.parquet", index=False)
     (d / "unreadable.parquet").write_bytes(b"this is not parquet")
     (d / "empty.csv").write_text("")
@@ -116,6 +117,32 @@ def test_prepare_features_keeps_columns_unchanged_and_splits_the_label():
     pd.testing.assert_series_equal(truth, df["label"])
     with pytest.raises(TableError, match="label column 'nope' not found"):
         prepare_features(df, label_column="nope")
+
+
+def test_ignored_columns_are_kept_out_of_the_features_where_a_table_has_them():
+    df = _blobs().assign(name=[f"customer {i}" for i in range(60)])
+    with pytest.raises(TableError, match="'name' holds free text .* --ignore-columns name"):
+        prepare_features(df, label_column="label")
+    features, truth = prepare_features(df, label_column="label", ignore_columns=("name", "absent"))
+    pd.testing.assert_frame_equal(features, df.drop(columns=["label", "name"]))
+    with pytest.raises(TableError, match=r"no feature columns besides the ignored \['a', 'b'\]"):
+        prepare_features(df[["a", "b", "label"]], label_column="label", ignore_columns=("a", "b"))
+
+
+def test_an_ignored_column_is_not_clustered_but_kept_in_the_output(tmp_path, tiny_checkpoint):
+    df = _blobs(80, seed=4)
+    path = tmp_path / "t.csv"
+    df.assign(name=[f"customer {i}" for i in range(80)]).to_csv(path, index=False)
+    est = load_estimator(tiny_checkpoint, None, 0)
+    refused, _ = cluster_table(est, path, "t", label_column="label")
+    assert refused["status"] == "failed" and "--ignore-columns name" in refused["error"]
+    row, out = cluster_table(est, path, "t", label_column="label", ignore_columns=("name",))
+    assert row["status"] == "ok" and "column 'name'" in json.loads(row["ignored_columns"])
+    assert out["name"].tolist() == [f"customer {i}" for i in range(80)]
+    alone = tmp_path / "alone.csv"
+    df.to_csv(alone, index=False)
+    _, without = cluster_table(est, alone, "alone", label_column="label")
+    np.testing.assert_array_equal(out["cluster"], without["cluster"])
 
 
 def test_a_table_with_output_column_names_is_refused(tmp_path, tiny_checkpoint):
@@ -462,16 +489,19 @@ def test_no_actor_able_to_start_is_a_clear_error_not_a_hang(hog_cpus, tmp_path, 
 
 @pytest.mark.slow
 def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_dir, tmp_path, tiny_checkpoint,
-                                                             tracking_uri):
+                                                             tracking_uri, caplog):
     import mlflow
 
     out_dir = tmp_path / "out"
     (out_dir).mkdir()
     (out_dir / "wide.parquet").write_text("stale output of an earlier run")
     cfg = ClusterJobConfig(inputs=(str(table_dir),), output_dir=str(out_dir), label_column="label",
-                           checkpoint=tiny_checkpoint, num_workers=2, seed=3, max_columns=10, max_clusters=3,
-                           tracking_uri=tracking_uri, progress=False)
-    summary = run_batch(cfg)
+                           ignore_columns=("customer", "Customer"), checkpoint=tiny_checkpoint, num_workers=2,
+                           seed=3, max_columns=10, max_clusters=3, tracking_uri=tracking_uri, progress=False)
+    with caplog.at_level("WARNING", logger="pipeline.batch_cluster"):
+        summary = run_batch(cfg)
+    assert "--ignore-columns 'Customer': no clustered table has such a column" in caplog.text  # 'customer' matched
+    assert "column 'customer'" in json.loads(summary.set_index("table").at["mixed", "ignored_columns"])
     on_disk = pd.read_csv(out_dir / "summary.csv")
     assert list(on_disk["table"]) == list(summary["table"])
     status = dict(zip(summary["table"], summary["status"]))
@@ -500,6 +530,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     assert {f"{good}.ari", f"{good}.nmi", f"{good}.n_clusters", f"{mixed}.seconds"} <= set(m)
     assert runs[0].info.run_id == summary.attrs["mlflow_run_id"]
     assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "auto"
+    assert runs[0].data.params["ignore_columns"] == "customer,Customer"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts
 
