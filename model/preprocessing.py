@@ -4,7 +4,8 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 
 * **Column types.** Numeric numpy dtypes and numeric pandas dtypes are numeric. ``bool``, ``category`` and
   pandas ``boolean`` columns are categorical. Object and string columns are inspected value by value: a column
-  whose values are all numbers or numeric strings (``"1.5"``) is numeric; so is one whose other values are all
+  whose values are all numbers or numeric strings (``"1.5"``, or formatted: ``"$1,234.50"``, ``"12%"``,
+  :func:`formatted_number`, with a ``UserWarning``) is numeric; so is one whose other values are all
   missing-value markers (``"?"``, ``"NA"``, ``"-"``, ``"."``: :func:`is_missing_marker`), those cells read as
   missing, with a ``UserWarning`` naming them (``missing_markers_``); a column of strings with any other
   non-numeric string is categorical; a column that mixes real numbers with such strings (``3.2`` and ``"low"``) is
@@ -71,6 +72,7 @@ import dataclasses
 import logging
 import numbers
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -100,6 +102,8 @@ IDENTIFIER_MIN_VALUES = 3  # fewer distinct values: too few rows to call the col
 #: compared stripped and case-folded (:func:`is_missing_marker`)
 MISSING_MARKERS = frozenset({"na", "n/a", "n.a.", "nan", "null", "none", "nil", "missing", "unknown", "#n/a",
                              "not available"})
+#: A formatted number: a sign, a currency sign, digits in comma-separated groups of three (or none), decimals, a %
+_FORMATTED = re.compile(r"[+-]?[$€£¥]?[+-]?(\d{1,3}(?:,\d{3})+|\d*)(\.\d*)?%?")
 _OTHER = object()  # a category no column holds: _encode reads it as the column's "other" code
 _IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
@@ -211,9 +215,49 @@ def is_missing_marker(value: Any) -> bool:
     return text in MISSING_MARKERS or not any(ch.isalnum() for ch in text)
 
 
+def formatted_number(value: Any) -> float:
+    """A string written as a formatted number (``"$1,234.50"``, ``"12.5%"``, ``"-€3"``) -> that number; NaN for any
+    other value. Currency signs, thousands commas (in groups of three) and a percent sign are dropped: the column is
+    z-normalised, so its unit does not matter."""
+    if not isinstance(value, str):
+        return np.nan
+    text = value.replace(" ", "")
+    negative = len(text) > 2 and text[0] == "(" and text[-1] == ")"  # an accountant's negative: (1,234)
+    found = _FORMATTED.fullmatch(text[1:-1] if negative else text)
+    if found is None or not any(ch.isdigit() for ch in found.group(0)):
+        return np.nan
+    if found.group(0).count("-") + found.group(0).count("+") > (0 if negative else 1):
+        return np.nan
+    number = float(found.group(1).replace(",", "") + (found.group(2) or "") or "nan")
+    return -number if ("-" in found.group(0)) != negative else number
+
+
+def _each(fn, cells: np.ndarray) -> np.ndarray:
+    """``fn`` of every cell, computed once per distinct value (a text column repeats a few values many times)."""
+    if len(cells) == 0:
+        return np.empty(0, object)
+    seen = {value: fn(value) for value in pd.unique(cells)}
+    return np.array([seen[value] for value in cells], dtype=object)
+
+
+def _read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Object values -> (numbers, formatted, unread): float64 (NaN where missing or not a number), which cells were
+    formatted numbers (:func:`formatted_number`), and which present cells are neither a number nor a formatted one."""
+    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
+    unread = np.isnan(parsed) & ~pd.isna(values)
+    formatted = np.zeros(len(values), bool)
+    if unread.any():
+        read = _each(formatted_number, values[unread]).astype(np.float64)
+        formatted[unread] = ~np.isnan(read)
+        parsed[formatted] = read[~np.isnan(read)]
+        unread &= ~formatted
+    return parsed, formatted, unread
+
+
 def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, tuple[str, ...]]:
-    """Object column -> (is_categorical, values, markers); numeric values come back as float64, the missing-value
-    markers among them (:func:`is_missing_marker`, named in a warning) as NaN."""
+    """Object column -> (is_categorical, values, markers); numeric values (formatted ones among them,
+    :func:`formatted_number`) come back as float64, the missing-value markers among them (:func:`is_missing_marker`)
+    as NaN, both named in a warning."""
     missing = pd.isna(values)
     present = values[~missing]
     kinds = {type(v) for v in present}
@@ -224,12 +268,17 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray,
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
     if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
         return True, values, ()
-    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
-    failed = np.isnan(parsed) & ~missing
-    if not failed.any():
+    parsed, formatted, failed = _read_numbers(values)
+    if not (formatted.any() or failed.any()):
         return False, parsed, ()
-    marked = np.array([is_missing_marker(v) for v in values[failed]])
+    marked = _each(is_missing_marker, values[failed]).astype(bool)
     if marked.all() and failed.sum() < (~missing).sum():  # numbers, and markers of a missing value beside them
+        if formatted.any():
+            warnings.warn(f"{label}: formatted numbers (e.g. {str(values[formatted][0])!r}, {int(formatted.sum())} "
+                          "cells) read as numbers, their currency signs, thousands commas and percent signs dropped.",
+                          UserWarning, stacklevel=_user_stacklevel())
+        if not failed.any():
+            return False, parsed, ()
         found, counts = np.unique(values[failed].astype(str), return_counts=True)
         found = [str(v) for v in found]
         named = ", ".join(f"{v!r} ({c} cell{'s' if c > 1 else ''})" for v, c in zip(found, counts))
@@ -624,7 +673,7 @@ class TablePreprocessor:
         absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy()
         for i, col in enumerate(columns):
             if not col.categorical and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[col.index]):
-                absent[:, i] |= [is_missing_marker(v) for v in frame.iloc[:, col.index].to_numpy(object)]
+                absent[:, i] |= _each(is_missing_marker, frame.iloc[:, col.index].to_numpy(object)).astype(bool)
         return absent.all(axis=1)
 
     def screened_values(self, X: Any) -> np.ndarray:
@@ -759,11 +808,11 @@ class TablePreprocessor:
 
     @staticmethod
     def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
-        """A fitted numeric column's values as float64; missing-value markers (``"?"``) read as NaN, as in fit."""
-        parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64)
-        failed = np.isnan(parsed) & ~pd.isna(values)
+        """A fitted numeric column's values as float64; formatted numbers (``"$1,234"``) read as numbers and
+        missing-value markers (``"?"``) as NaN, as in fit."""
+        parsed, _, failed = _read_numbers(values)
         if failed.any():
-            failed[failed] = [not is_missing_marker(v) for v in values[failed]]
+            failed[failed] = ~_each(is_missing_marker, values[failed]).astype(bool)
         if failed.any():
             raise ValueError(f"{label} is numeric but holds the non-numeric value "
                              f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from model.preprocessing import is_missing_marker
+from model.preprocessing import formatted_number, is_missing_marker
 
 logger = logging.getLogger(__name__)
 
@@ -96,17 +96,18 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None, ig
 def check_text_column(col: pd.Series) -> None:
     """Refuse a text column that is neither numbers nor a category with few levels.
 
-    Numbers with missing-value markers beside them (``"?"``, ``"n/a"``: :func:`model.preprocessing.is_missing_marker`)
-    pass: the estimator reads the markers as missing and names them (``missing_markers`` in the summary). A column
-    of mostly numbers with other strings (``"low"``) is refused so those strings are not taken as categories; a
-    column with more than :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more than half as many distinct
-    strings as values, is free text (names, ids, garbage), not a feature.
+    Numbers (formatted ones too, ``"$1,234"``: :func:`model.preprocessing.formatted_number`) with missing-value
+    markers beside them (``"?"``, ``"n/a"``: :func:`model.preprocessing.is_missing_marker`) pass: the estimator
+    reads the markers as missing and names them (``missing_markers`` in the summary). A column of mostly numbers
+    with other strings (``"low"``) is refused so those strings are not taken as categories; a column with more than
+    :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more than half as many distinct strings as values, is free
+    text (names, ids, garbage), not a feature.
     """
     present = col.dropna()
     if present.empty:
         return
     text = present.astype(str)
-    numeric = pd.to_numeric(text, errors="coerce").notna()
+    numeric = pd.to_numeric(text, errors="coerce").notna() | text.map(formatted_number).notna()
     if numeric.all():
         return
     marked = text[~numeric].map(is_missing_marker)

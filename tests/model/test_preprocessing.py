@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model.preprocessing import IDENTIFIER, TablePreprocessor
+from model.preprocessing import IDENTIFIER, TablePreprocessor, formatted_number
 
 
 def test_numeric_columns_are_z_normalised():
@@ -63,6 +63,33 @@ def test_missing_value_markers_among_numbers_are_read_as_missing_and_named(marke
         new = pd.DataFrame({"age": [marker, "25"], "x": [np.nan, 2.0]})
         np.testing.assert_array_equal(pre.transform(new)[0], pre.transform(new.assign(age=[np.nan, 25.0]))[0])
         assert pre.empty_rows(new).tolist() == [True, False]
+
+
+@pytest.mark.parametrize(("text", "number"), [("$1,234.50", 1234.5), ("12.5%", 12.5), ("-€3", -3.0), ("€-3", -3.0),
+                                              ("12,345,678", 12345678.0), ("(1,234)", -1234.0), ("£ 0.5", 0.5),
+                                              ("+$5", 5.0), (".5", 0.5)])
+def test_formatted_numbers_are_read_as_their_numbers(text, number):
+    assert formatted_number(text) == number
+
+
+@pytest.mark.parametrize("text", ["1,23", "1.234,5", "--3", "$-(3)", "abc", "12 kg", "$", "%", "1,2345", ""])
+def test_strings_that_are_not_formatted_numbers_are_not_read_as_numbers(text):
+    assert np.isnan(formatted_number(text))
+
+
+def test_a_column_of_formatted_numbers_is_numeric_with_a_warning():
+    plain = pd.DataFrame({"revenue": [1234.5, 99.0, np.nan, 12000.0, 5.25, -700.0], "x": [1.0, 2, 3, 4, 5, 9]})
+    written = plain.assign(revenue=["$1,234.50", "$99", "?", "$12,000", "5.25", "($700)"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre = TablePreprocessor().fit(written)
+    said = [str(w.message) for w in caught]
+    assert any(m.startswith("column 'revenue': formatted numbers (e.g. '$1,234.50', 4 cells) read as") for m in said)
+    assert any(m.startswith("column 'revenue': '?' (1 cell) read as missing") for m in said) and len(said) == 2
+    assert not pre.cat_mask_.any() and pre.missing_markers_ == {"column 'revenue'": ["?"]}
+    np.testing.assert_array_equal(pre.transform(written)[0], TablePreprocessor().fit(plain).transform(plain)[0])
+    np.testing.assert_array_equal(pre.transform(pd.DataFrame({"revenue": ["$2,000"], "x": [1.0]}))[0],
+                                  pre.transform(pd.DataFrame({"revenue": [2000.0], "x": [1.0]}))[0])
 
 
 def test_strings_that_are_not_markers_keep_a_text_column_categorical():

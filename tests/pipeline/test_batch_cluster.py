@@ -169,6 +169,8 @@ def test_numeric_column_with_words_among_the_numbers_is_refused_and_with_markers
     marked = df.assign(x=["1.0", "2.0", "?", "4.0", "n/a", "6.0"])
     features, _ = prepare_features(marked)
     pd.testing.assert_frame_equal(features, marked)
+    money = df.assign(x=[f"${v:,.2f}" for v in (1e3, 2e4, 3.5, 4e5, 5e6, 6e7)])  # as text: 6 levels in 6 rows
+    pd.testing.assert_frame_equal(prepare_features(money)[0], money)
 
 
 def test_the_summary_names_the_markers_read_as_missing(tmp_path, tiny_checkpoint):
