@@ -373,3 +373,15 @@ def test_a_request_screens_noise_columns_as_the_estimator_does(tiny_checkpoint):
     np.testing.assert_array_equal(model.predict(None, table, params={"screen_noise": "false", "n_clusters": 2}), kept)
     with pytest.raises(MlflowException, match="screen_noise must be 'auto', 'true' or 'false'"):
         model.predict(None, table, params={"screen_noise": "yes"})
+
+
+def test_a_request_with_question_marks_and_formatted_numbers_is_answered_as_its_numbers(tiny_checkpoint):
+    """A JSON request mixes numbers with "?" (a gap) and "$1,234" strings in one column: once refused as "numeric
+    but holds non-numeric strings", now read as the numbers and the gaps they are."""
+    table = _table(60, seed=2)
+    plain = table.assign(a=(table["a"] * 1000).round().where(table.index % 7 != 0))  # whole numbers: exact as text
+    sent = plain.assign(a=[("?" if np.isnan(v) else f"${v:,.2f}" if i % 2 else v) for i, v in enumerate(plain["a"])])
+    assert sent["a"].map(type).nunique() == 2  # floats and strings in one column, as a JSON body gives them
+    with pytest.warns(UserWarning, match="read as"):
+        labels = _pyfunc(tiny_checkpoint).predict(None, sent)
+    np.testing.assert_array_equal(labels, TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit_predict(plain))
