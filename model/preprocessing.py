@@ -670,7 +670,7 @@ class TablePreprocessor:
         missing."""
         frame = as_frame(X)
         columns = [*self.columns_, *getattr(self, "_screened_columns", [])]
-        absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy()
+        absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy(copy=True)
         for i, col in enumerate(columns):
             if not col.categorical and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[col.index]):
                 absent[:, i] |= _each(is_missing_marker, frame.iloc[:, col.index].to_numpy(object)).astype(bool)
