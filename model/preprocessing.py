@@ -228,7 +228,7 @@ def formatted_number(value: Any) -> float:
         return np.nan
     if found.group(0).count("-") + found.group(0).count("+") > (0 if negative else 1):
         return np.nan
-    number = float(found.group(1).replace(",", "") + (found.group(2) or "") or "nan")
+    number = float(found.group(1).replace(",", "") + (found.group(2) or ""))
     return -number if ("-" in found.group(0)) != negative else number
 
 

@@ -152,6 +152,10 @@ class ClusterJobConfig:
                              "give one of them")
         if self.n_estimators is not None and self.n_estimators < 1:
             raise ValueError(f"n_estimators must be >= 1 or None, got {self.n_estimators}")
+        if isinstance(self.ignore_columns, str):
+            raise ValueError(f"ignore_columns must be a sequence of column names, e.g. ({self.ignore_columns!r},), "
+                             f"got the string {self.ignore_columns!r}")
+        object.__setattr__(self, "ignore_columns", tuple(self.ignore_columns))
         if self.refine is not None and self.refine not in REFINES:
             raise ValueError(f"unknown refine {self.refine!r}: use one of {REFINES}")
         if self.screen_noise is not None:

@@ -357,6 +357,7 @@ def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint
         ({"seed": 2**32}, r"seed must be in 0\.\.4294967295"),
         ({"max_retries": -1}, "max_retries must be >= 0, got -1"),
         ({"refine": "spectral"}, "unknown refine 'spectral'"),
+        ({"ignore_columns": "id"}, r"ignore_columns must be a sequence of column names, e\.g\. \('id',\)"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):
