@@ -658,6 +658,8 @@ def test_question_marks_among_numbers_read_as_missing_and_the_blobs_are_found(tm
     np.testing.assert_array_equal(est.labels_, TabClustPFN(random_state=0).fit(gaps).labels_)
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
     np.testing.assert_array_equal(est.predict(read), est.labels_)
+    as_categories = TabClustPFN(random_state=0).fit(read.astype("category"))  # how such text was read before
+    assert adjusted_rand_score(y, as_categories.labels_) < 0.1
 
 
 def test_a_few_gross_values_are_fenced_and_no_longer_hide_the_clusters():
