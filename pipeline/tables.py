@@ -17,6 +17,8 @@ from model.preprocessing import formatted_number, is_missing_marker
 logger = logging.getLogger(__name__)
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+#: Field separators a CSV table may use (:func:`csv_dialect`)
+CSV_SEPARATORS = (",", ";", "\t", "|")
 #: Default limit on feature columns. The estimator projects a table wider than its 64 features onto principal
 #: components of the numeric + one-hot columns (up to 16 per categorical), whose covariance grows with the
 #: square of that width: 512 categorical columns give 8,192 design columns, a 0.5 GB covariance per worker.
@@ -29,15 +31,36 @@ class TableError(ValueError):
     """A table that cannot be clustered; the message names the problem and what to do."""
 
 
+def csv_dialect(path: Path) -> dict[str, str]:
+    """``pd.read_csv`` keywords for the file's field separator: of ``,`` ``;`` tab and ``|``, the one found most often
+    outside quotes in the header line and as often in the next line (``,`` on a tie, or when none is). A
+    ``;``-separated file is the European export of a spreadsheet, whose decimal mark is ``,``: ``decimal=","`` too
+    (a value written ``1.5`` there stays text, which the estimator still reads as a number)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        lines = [fh.readline(1 << 16) for _ in range(2)]  # the header and the first row (64 KB each at most)
+
+    def outside_quotes(line: str) -> str:
+        return "".join(part for i, part in enumerate(line.split('"')) if i % 2 == 0)
+
+    header, row = (outside_quotes(line) for line in lines)
+    found = [sep for sep in CSV_SEPARATORS
+             if header.count(sep) and (not row.strip() or row.count(sep) == header.count(sep))]
+    if not found:
+        return {}
+    sep = max(found, key=lambda c: (header.count(c), c == ","))
+    return {} if sep == "," else {"sep": sep, "decimal": ","} if sep == ";" else {"sep": sep}
+
+
 def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file, raising :class:`TableError` with the reason when that fails."""
+    """Read a CSV (its separator from :func:`csv_dialect`) or Parquet file, raising :class:`TableError` with the
+    reason when that fails."""
     path = Path(path)
     if not path.is_file():
         raise TableError(f"file not found: {path}")
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            return pd.read_csv(path)
+            return pd.read_csv(path, **csv_dialect(path))
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
     except pd.errors.EmptyDataError:

@@ -110,6 +110,21 @@ def test_bad_tables_are_refused_with_the_reason(table_dir, name):
         prepare_features(read_table(path), label_column="label", max_columns=10)
 
 
+@pytest.mark.parametrize(("text", "columns", "first"), [
+    ("a;b;name\n1,5;2;x\n3,25;4;y\n", ["a", "b", "name"], [1.5, 2, "x"]),  # a European spreadsheet's export
+    ("a\tb\n1.5\t2\n3\t4\n", ["a", "b"], [1.5, 2]),
+    ("a|b\n1.5|2\n3|4\n", ["a", "b"], [1.5, 2]),
+    ('"x;y",b\n1.5,2\n3,4\n', ["x;y", "b"], [1.5, 2]),  # a separator inside a quoted name does not count
+    ("a\n1.5\n3\n", ["a"], [1.5]),
+    ("a;;b,c\n1.5,2\n", ["a;;b", "c"], [1.5, 2]),  # more ";" than "," in the header, but not in the rows
+])
+def test_a_csv_tables_separator_and_decimal_mark_are_read_off_its_header(tmp_path, text, columns, first):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    table = read_table(path)
+    assert list(table.columns) == columns and table.iloc[0].tolist() == first
+
+
 def test_prepare_features_keeps_columns_unchanged_and_splits_the_label():
     df = _blobs().assign(colour=pd.Categorical(["r", "g"] * 30), code=["1", "2.5"] * 30)
     features, truth = prepare_features(df, label_column="label")
