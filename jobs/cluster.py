@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 
 import pandas as pd
@@ -65,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label-column", default=None, help="ground-truth column: scored (ARI/NMI), not clustered")
     p.add_argument("--ignore-columns", nargs="+", default=[], metavar="NAME",
                    help="columns not clustered where a table has them (ids, names, free text); kept in the output")
+    p.add_argument("--missing-values", nargs="+", type=code, default=[], metavar="CODE",
+                   help="codes for a missing value in every table, numbers or text (-999 unknown): read as missing")
     p.add_argument("--checkpoint", default=None, help="model checkpoint (default: the shipped one)")
     p.add_argument("--num-workers", type=int, default=None, help="Ray workers (default: one per CPU)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the estimator (default: %(default)s)")
@@ -75,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: sqlite:///mlruns.db)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
+
+
+def code(text: str) -> float | str:
+    """A ``--missing-values`` code: a number where the text reads as one (``-999``), else the text (``unknown``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if math.isfinite(value) else text
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -92,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                                allow_single_cluster=args.allow_single_cluster,
                                screen_noise=args.screen_noise, power_transform=args.power_transform,
                                impute=args.impute, label_column=args.label_column,
-                               ignore_columns=tuple(args.ignore_columns), checkpoint=args.checkpoint,
+                               ignore_columns=tuple(args.ignore_columns),
+                               missing_values=tuple(args.missing_values), checkpoint=args.checkpoint,
                                num_workers=args.num_workers, seed=args.seed, max_columns=args.max_columns,
                                max_retries=args.max_retries,
                                tracking_uri=args.tracking_uri, progress=not args.no_progress)

@@ -22,7 +22,7 @@ from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, checked_codes, without_codes
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
@@ -164,6 +164,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         prior's, +0.020 on the dev suite (numeric gaps filled, ``docs/results/choice-imputation-{fresh,dev}.md``);
         reading and filling categorical columns too, a further +0.021 to +0.028 on prior, noisy, coarse and skewed
         tables, +0.004 on dev (``choice-imputation-mixed-*.md``); no set lost.
+    missing_values : list of numbers and strings, default=None
+        Codes your table uses for a missing value (``[-999, "unknown"]``): a cell equal to one, in any column, is read
+        as missing and imputed, in ``fit`` and ``predict`` (a number also matches text that reads as it, ``"-999"``).
+        Read as values, such codes gather their rows into a cluster of their own; a code in nines far beyond its
+        column draws a warning that names it (``preprocessor_.likely_codes_``). None: only NaN, None and the text
+        markers ``"?"``, ``"NA"`` and the like among numbers are missing.
 
     Attributes
     ----------
@@ -326,13 +332,15 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         "dequantize": ["boolean"],
         "power_transform": ["boolean"],
         "impute": [StrOptions(set(IMPUTE))],
+        "missing_values": ["array-like", None],
     }
 
     def __init__(self, n_clusters=None, *, checkpoint=None, device="auto", random_state=None, n_context=1000,
                  batch_rows=1024, k_selection=DEFAULT_ESTIMATOR_K_SELECTION, max_clusters=None,
                  n_estimators=DEFAULT_N_ESTIMATORS, refine=DEFAULT_REFINE, allow_single_cluster=False,
                  single_cluster_z=DEFAULT_SINGLE_CLUSTER_Z, screen_noise=DEFAULT_SCREEN_NOISE,
-                 dequantize=DEFAULT_DEQUANTIZE, power_transform=DEFAULT_POWER_TRANSFORM, impute=DEFAULT_IMPUTE):
+                 dequantize=DEFAULT_DEQUANTIZE, power_transform=DEFAULT_POWER_TRANSFORM, impute=DEFAULT_IMPUTE,
+                 missing_values=None):
         self.n_clusters = n_clusters
         self.checkpoint = checkpoint
         self.device = device
@@ -349,6 +357,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.dequantize = dequantize
         self.power_transform = power_transform
         self.impute = impute
+        self.missing_values = missing_values
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -407,7 +416,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             raise ValueError(f"n_clusters={self.n_clusters} is larger than max_clusters={self.max_clusters}; "
                              "give one of them.")
         rule = self._k_rule(net, path)
-        table, spread = dequantize_frame(frame) if self.dequantize else (frame, [])
+        codes = checked_codes(self.missing_values)
+        table = without_codes(frame, codes)
+        table, spread = dequantize_frame(table) if self.dequantize else (table, [])
         pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories,
                                 screen_noise=self.screen_noise, power_transform=self.power_transform,
                                 power_min_skewness=self._power_min_skewness,
@@ -416,7 +427,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                 screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
                                 impute_categorical=self._impute_categorical,
                                 impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,
-                                fence_max_share=self._fence_max_share)
+                                fence_max_share=self._fence_max_share,
+                                missing_values=codes)
         Z, cat_mask = pre.fit_transform(table)
         empty = pre.empty_rows(table)
         if empty.any() and not self._empty_rows_apart:

@@ -11,7 +11,7 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   non-numeric string is categorical; a column that mixes real numbers with such strings (``3.2`` and ``"low"``) is
   refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into NaN). Values
   that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise ``ValueError``.
-* **Missing values** (NaN, None, pd.NA) are imputed: by the median of a numeric column and the most frequent
+* **Missing values** (NaN, None, pd.NA, the markers above, and the codes of ``missing_values``) are imputed: by the median of a numeric column and the most frequent
   category of a categorical one (``impute="median"``), or (``impute="neighbors"``) by the mean of that column over
   the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
   numeric columns both rows hold (as scikit-learn's ``KNNImputer``; before any Yeo-Johnson transform, which then
@@ -254,6 +254,61 @@ def _read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return parsed, formatted, unread
 
 
+def checked_codes(codes: Any) -> tuple:
+    """``missing_values`` as a tuple of real numbers and strings; anything else raises ``ValueError``."""
+    if codes is None:
+        return ()
+    if isinstance(codes, (str, numbers.Number)):
+        codes = (codes,)
+    out = tuple(codes)
+    for code in out:
+        if isinstance(code, (bool, np.bool_)) or not isinstance(code, (str, numbers.Real)) \
+                or (isinstance(code, numbers.Real) and not np.isfinite(code)):
+            raise ValueError(f"missing_values holds {code!r}: give the codes as finite numbers or strings, e.g. "
+                             "[-999, 'unknown'] (NaN is read as missing without it)")
+    return out
+
+
+def without_codes(frame: pd.DataFrame, codes: tuple) -> pd.DataFrame:
+    """``frame`` with the cells equal to one of ``codes`` (:func:`checked_codes`) set missing: a number matches a
+    numeric cell of that value and a text cell that reads as it (``"-999"``, ``"-999.0"``); a string matches a text or
+    category cell that is that string, stripped. The frame itself when nothing matches, else a copy."""
+    if not codes:
+        return frame
+    values = np.array([float(c) for c in codes if not isinstance(c, str)], np.float64)
+    texts = {c.strip() for c in codes if isinstance(c, str)}
+
+    def is_code(cell: Any) -> bool:
+        if isinstance(cell, str):
+            return cell.strip() in texts or (values.size > 0 and bool(np.isin(formatted_or_number(cell), values)))
+        return isinstance(cell, numbers.Real) and not isinstance(cell, (bool, np.bool_)) and bool(np.isin(cell, values))
+
+    out = None
+    for j in range(frame.shape[1]):
+        col = frame.iloc[:, j]
+        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_complex_dtype(col.dtype):
+            continue
+        if pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(col.dtype, pd.CategoricalDtype):
+            hit = np.isin(col.to_numpy(np.float64, na_value=np.nan), values) if values.size else None
+        else:
+            cells = col.to_numpy(object)
+            present = ~pd.isna(cells)
+            hit = np.zeros(len(cells), bool)
+            hit[present] = _each(is_code, cells[present]).astype(bool)
+        if hit is not None and hit.any():
+            out = frame.copy() if out is None else out
+            out.isetitem(j, col.mask(hit))
+    return frame if out is None else out
+
+
+def formatted_or_number(text: str) -> float:
+    """A string read as a number, plain (``"1e3"``) or formatted (:func:`formatted_number`); NaN if neither."""
+    try:
+        return float(text)
+    except ValueError:
+        return formatted_number(text)
+
+
 def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, tuple[str, ...]]:
     """Object column -> (is_categorical, values, markers); numeric values (formatted ones among them,
     :func:`formatted_number`) come back as float64, the missing-value markers among them (:func:`is_missing_marker`)
@@ -387,8 +442,9 @@ def _likely_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: 
         return ()
     codes = ", ".join(f"{v:g} ({c} rows)" for v, c in zip(levels[shared][:3], counts[shared][:3]))
     warnings.warn(f"{label}: {codes}{' and more' if shared.sum() > 3 else ''} lie more than {CODE_IQRS:g} IQRs "
-                  "beyond the column's other values; if such a value codes a missing one, pass NaN instead (it is "
-                  "read as a value, and its rows gather).", UserWarning, stacklevel=_user_stacklevel())
+                  "beyond the column's other values; if such a value codes a missing one, name it in missing_values "
+                  "(or pass NaN instead): read as a value, it gathers its rows.", UserWarning,
+                  stacklevel=_user_stacklevel())
     return tuple(float(v) for v in levels[shared])
 
 
@@ -448,6 +504,9 @@ class TablePreprocessor:
     fence_max_share : float or None, default=None
         With ``clip_fences``, fence only the columns where at most this share of the values (at least one value)
         lies beyond the fences: a few gross values, not a far group that may be a cluster; None: every column.
+    missing_values : tuple of numbers and strings, default=()
+        Codes for a missing value (``-999``, ``"unknown"``): a cell equal to one, in any column, is read as missing,
+        in fit and transform (:func:`without_codes`).
 
     Attributes
     ----------
@@ -486,7 +545,8 @@ class TablePreprocessor:
                  power_min_width: int = 0, screen_categorical: bool | str = False,
                  screen_categorical_alpha: float | None = None, impute: str = "median",
                  impute_categorical: bool = False, impute_average_gaps: bool = False,
-                 clip_fences: float | None = None, fence_max_share: float | None = None) -> None:
+                 clip_fences: float | None = None, fence_max_share: float | None = None,
+                 missing_values: tuple = ()) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -524,6 +584,11 @@ class TablePreprocessor:
         if fence_max_share is not None and not 0 <= fence_max_share <= 1:
             raise ValueError(f"fence_max_share must be None or in [0, 1], got {fence_max_share!r}")
         self.fence_max_share = fence_max_share
+        self.missing_values = checked_codes(missing_values)
+
+    def _frame(self, X: Any) -> pd.DataFrame:
+        """``X`` as a DataFrame (:func:`as_frame`), its cells equal to a code of ``missing_values`` read as missing."""
+        return without_codes(as_frame(X), getattr(self, "missing_values", ()))
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any) -> "TablePreprocessor":
@@ -543,7 +608,7 @@ class TablePreprocessor:
 
     def _fit(self, X: Any) -> pd.DataFrame:
         """``fit``; returns the table as fitted (missing numeric cells filled where ``impute="neighbors"``)."""
-        frame = as_frame(X)
+        frame = self._frame(X)
         n = frame.shape[0]
         if n < 2:
             raise ValueError(f"TabClustPFN needs at least 2 rows to cluster, got n_samples={n}.")
@@ -668,7 +733,7 @@ class TablePreprocessor:
         entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
         it carries nothing about the clusters. A missing-value marker in a numeric column (``"?"``) counts as
         missing."""
-        frame = as_frame(X)
+        frame = self._frame(X)
         columns = [*self.columns_, *getattr(self, "_screened_columns", [])]
         absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy(copy=True)
         for i, col in enumerate(columns):
@@ -678,7 +743,7 @@ class TablePreprocessor:
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
-        return self._encode(self._complete(as_frame(X)), self._screened_columns)
+        return self._encode(self._complete(self._frame(X)), self._screened_columns)
 
     def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
         """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted
@@ -698,7 +763,7 @@ class TablePreprocessor:
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
         self.components_ = None
         if len(self.columns_) > self.max_features:
-            self._fit_pca(self._encode(self._complete(as_frame(X))))
+            self._fit_pca(self._encode(self._complete(self._frame(X))))
         return self
 
     def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
@@ -834,7 +899,7 @@ class TablePreprocessor:
         """
         if not hasattr(self, "columns_"):
             raise RuntimeError("TablePreprocessor.transform called before fit")
-        frame = as_frame(X)
+        frame = self._frame(X)
         if frame.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {frame.shape[1]} features, but the preprocessing was fitted on "
                              f"{self.n_features_in_}.")

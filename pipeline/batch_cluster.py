@@ -32,7 +32,7 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.power import DEFAULT_POWER_TRANSFORM, power_transform_setting
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, checked_codes
 from model.refinement import DEFAULT_REFINE, REFINES
 from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS
@@ -102,6 +102,8 @@ class ClusterJobConfig:
     ignore_columns : tuple of str
         Columns kept out of the features where a table has them (ids, names, free text), and in its output; listed
         in ``summary.csv``'s ``ignored_columns``. A name no clustered table holds draws a warning (a typo?).
+    missing_values : tuple of numbers and strings
+        ``TabClustPFN(missing_values=...)``: codes for a missing value (-999, "unknown") in every table.
     checkpoint : str, optional
         Model checkpoint; None uses the one shipped with the package.
     num_workers : int, optional
@@ -131,6 +133,7 @@ class ClusterJobConfig:
     impute: str | None = None
     label_column: str | None = None
     ignore_columns: tuple[str, ...] = ()
+    missing_values: tuple = ()
     checkpoint: str | None = None
     num_workers: int | None = None
     seed: int = 0
@@ -156,6 +159,7 @@ class ClusterJobConfig:
             raise ValueError(f"ignore_columns must be a sequence of column names, e.g. ({self.ignore_columns!r},), "
                              f"got the string {self.ignore_columns!r}")
         object.__setattr__(self, "ignore_columns", tuple(self.ignore_columns))
+        object.__setattr__(self, "missing_values", checked_codes(self.missing_values))
         if self.refine is not None and self.refine not in REFINES:
             raise ValueError(f"unknown refine {self.refine!r}: use one of {REFINES}")
         if self.screen_noise is not None:
@@ -274,7 +278,7 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
                    max_clusters: int | None = None, n_estimators: int | None = None, refine: str | None = None,
                    allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
                    dequantize: bool | None = None, power_transform: bool | None = None,
-                   impute: str | None = None):
+                   impute: str | None = None, missing_values: tuple = ()):
     """A TabClustPFN whose network is loaded now (it caches it across ``fit`` calls): one load per worker.
     ``k_selection``, ``n_estimators``, ``refine``, ``screen_noise``, ``dequantize``, ``power_transform`` and
     ``impute`` None keep the estimator's defaults;
@@ -285,7 +289,8 @@ def load_estimator(checkpoint: str | None, n_clusters: int | None, seed: int, k_
     """
     from model import TabClustPFN
 
-    est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed, max_clusters=max_clusters)
+    est = TabClustPFN(n_clusters, checkpoint=checkpoint, random_state=seed, max_clusters=max_clusters,
+                      missing_values=list(missing_values) or None)
     if k_selection is not None:
         est.set_params(k_selection=k_selection)
     if n_estimators is not None:
@@ -313,10 +318,11 @@ class TableClusterer:
                  n_estimators: int | None = None, refine: str | None = None,
                  allow_single_cluster: bool = False, screen_noise: bool | str | None = None,
                  power_transform: bool | None = None, impute: str | None = None,
-                 ignore_columns: tuple[str, ...] = ()) -> None:
+                 ignore_columns: tuple[str, ...] = (), missing_values: tuple = ()) -> None:
         self._estimator = load_estimator(checkpoint, n_clusters, seed, k_selection, max_clusters, n_estimators,
                                          refine, allow_single_cluster, screen_noise,
-                                         power_transform=power_transform, impute=impute)
+                                         power_transform=power_transform, impute=impute,
+                                         missing_values=missing_values)
         self._label_column, self._ignore_columns = label_column, tuple(ignore_columns)
         self._max_columns = max_columns
 
@@ -361,7 +367,7 @@ def _run_on_actors(cfg: ClusterJobConfig, jobs: list[tuple[Path, str]], num_work
     actor_cls = ray.remote(num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD")(body)
     args = (cfg.checkpoint, cfg.n_clusters, cfg.seed, cfg.label_column, cfg.max_columns, cfg.k_selection,
             cfg.max_clusters, cfg.n_estimators, cfg.refine, cfg.allow_single_cluster, cfg.screen_noise,
-            cfg.power_transform, cfg.impute, cfg.ignore_columns)
+            cfg.power_transform, cfg.impute, cfg.ignore_columns, cfg.missing_values)
 
     def launch() -> None:
         actor = actor_cls.remote(*args)
@@ -633,6 +639,7 @@ def _log_mlflow(cfg: ClusterJobConfig, summary: pd.DataFrame, summary_path: Path
             mlflow.log_params({"inputs": ",".join(cfg.inputs)[:500], "n_clusters": cfg.n_clusters,
                                "label_column": cfg.label_column, "checkpoint": cfg.checkpoint or "shipped",
                                "ignore_columns": ",".join(cfg.ignore_columns)[:500],
+                               "missing_values": ",".join(map(str, cfg.missing_values))[:500],
                                "seed": cfg.seed, "num_workers": summary.attrs["num_workers"],
                                "max_columns": cfg.max_columns, "max_retries": cfg.max_retries,
                                "k_selection": cfg.k_selection or DEFAULT_ESTIMATOR_K_SELECTION,

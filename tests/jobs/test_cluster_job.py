@@ -164,12 +164,13 @@ def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_u
     monkeypatch.setattr(job, "run_batch", fake_run_batch)
     argv = _args(tmp_path, tiny_checkpoint, tracking_uri, tmp_path) + [
         "--k-selection", "posterior_mode", "--max-clusters", "4", "--refine", "none", "--allow-single-cluster",
-        "--screen-noise", "TRUE", "--ignore-columns", "id", "name"]
+        "--screen-noise", "TRUE", "--ignore-columns", "id", "name", "--missing-values", "-999", "unknown", "99.5"]
     assert job.main(argv) == 1
     assert "stopped after the config was built" in capsys.readouterr().err
     assert seen["cfg"].k_selection == "posterior_mode" and seen["cfg"].max_clusters == 4
     assert seen["cfg"].refine == "none" and seen["cfg"].allow_single_cluster and seen["cfg"].screen_noise is True
     assert seen["cfg"].ignore_columns == ("id", "name") and job.parse_args([]).ignore_columns == []
+    assert seen["cfg"].missing_values == (-999.0, "unknown", 99.5) and job.parse_args([]).missing_values == []
     assert not job.parse_args([]).allow_single_cluster and job.parse_args([]).screen_noise is None  # the default's
     assert job.parse_args(["--screen-noise", "false"]).screen_noise is False
     assert job.parse_args([]).power_transform is None  # the estimator's default

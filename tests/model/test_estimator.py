@@ -662,6 +662,23 @@ def test_question_marks_among_numbers_read_as_missing_and_the_blobs_are_found(tm
     assert adjusted_rand_score(y, as_categories.labels_) < 0.1
 
 
+def test_a_missing_value_code_named_in_missing_values_is_imputed_not_clustered():
+    # a tenth of one column coded -999: read as a value it is a far group (K = 5 of 3 blobs); named, it is a gap
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=600, n_features=3, centers=3, random_state=2)
+    as_nan = pd.DataFrame(X, columns=list("abc")).round(3)
+    as_nan.loc[np.random.default_rng(0).choice(600, 60, replace=False), "a"] = np.nan
+    coded = as_nan.fillna(-999.0)
+    with pytest.warns(UserWarning, match="-999 .* name it in missing_values"):
+        plain = TabClustPFN(random_state=0).fit(coded)
+    est = TabClustPFN(random_state=0, missing_values=[-999]).fit(coded)
+    reference = TabClustPFN(random_state=0).fit(as_nan)
+    np.testing.assert_array_equal(est.labels_, reference.labels_)
+    np.testing.assert_array_equal(est.predict(coded), reference.predict(as_nan))
+    assert adjusted_rand_score(y, est.labels_) > 0.95 > adjusted_rand_score(y, plain.labels_)
+
+
 def test_a_few_gross_values_are_fenced_and_no_longer_hide_the_clusters():
     # five rows at 1e6 in both columns of three blobs: unfenced they are each column's whole spread (K = 2, ARI 0)
     from sklearn.datasets import make_blobs

@@ -92,6 +92,27 @@ def test_a_column_of_formatted_numbers_is_numeric_with_a_warning():
                                   pre.transform(pd.DataFrame({"revenue": [2000.0], "x": [1.0]}))[0])
 
 
+def test_missing_value_codes_are_read_as_missing_in_every_kind_of_column():
+    table = pd.DataFrame({"age": [31.0, -999.0, 22.0, 40.0, -999.0, 35.0],
+                          "text": ["1.5", "-999", "2.5", "3", "4", "-999.0"],
+                          "region": pd.Categorical(["n", "s", "unknown", "n", "s", " unknown "]),
+                          "flag": [True, False, True, True, False, True]})
+    as_nan = table.assign(age=[31.0, np.nan, 22.0, 40.0, np.nan, 35.0], text=["1.5", None, "2.5", "3", "4", None],
+                          region=pd.Categorical(["n", "s", None, "n", "s", None]))
+    pre = TablePreprocessor(missing_values=(-999, "unknown")).fit(table)
+    np.testing.assert_array_equal(pre.transform(table)[0], TablePreprocessor().fit(as_nan).transform(as_nan)[0])
+    assert pre.columns_[2].categories == ("n", "s")  # "unknown" is no category
+    assert pre.empty_rows(pd.DataFrame({"age": [-999.0], "text": ["-999"], "region": ["unknown"],
+                                        "flag": [None]})).tolist() == [True]
+    assert TablePreprocessor().fit(table).columns_[2].categories == (" unknown ", "n", "s", "unknown")
+
+
+@pytest.mark.parametrize("codes", [[np.nan], [True], [None], [np.inf], [[1, 2]]])
+def test_missing_value_codes_must_be_finite_numbers_or_strings(codes):
+    with pytest.raises(ValueError, match="missing_values holds .* give the codes as finite numbers or strings"):
+        TablePreprocessor(missing_values=codes)
+
+
 def test_strings_that_are_not_markers_keep_a_text_column_categorical():
     df = pd.DataFrame({"grade": ["1", "2", "A", "2", "?", "1"], "x": [1.0, 2.0, 3.0, 4.0, 5.0, 9.0]})
     with warnings.catch_warnings():

@@ -160,6 +160,19 @@ def test_an_ignored_column_is_not_clustered_but_kept_in_the_output(tmp_path, tin
     np.testing.assert_array_equal(out["cluster"], without["cluster"])
 
 
+def test_missing_value_codes_reach_the_estimator_of_every_worker(tmp_path, tiny_checkpoint):
+    df = _blobs(80, seed=6)
+    gaps = df.assign(a=df["a"].where(df.index % 9 != 0))
+    path, reference = tmp_path / "coded.csv", tmp_path / "gaps.csv"
+    gaps.fillna({"a": -999}).to_csv(path, index=False)
+    gaps.to_csv(reference, index=False)
+    est = load_estimator(tiny_checkpoint, None, 0, missing_values=(-999.0,))
+    assert est.missing_values == [-999.0]
+    _, coded = cluster_table(est, path, "coded", label_column="label")
+    _, plain = cluster_table(load_estimator(tiny_checkpoint, None, 0), reference, "gaps", label_column="label")
+    np.testing.assert_array_equal(coded["cluster"], plain["cluster"])
+
+
 def test_a_table_with_output_column_names_is_refused(tmp_path, tiny_checkpoint):
     path = tmp_path / "again.csv"
     _blobs().assign(cluster=0).to_csv(path, index=False)
@@ -373,6 +386,7 @@ def test_refine_reaches_the_estimator_and_none_keeps_its_default(tiny_checkpoint
         ({"max_retries": -1}, "max_retries must be >= 0, got -1"),
         ({"refine": "spectral"}, "unknown refine 'spectral'"),
         ({"ignore_columns": "id"}, r"ignore_columns must be a sequence of column names, e\.g\. \('id',\)"),
+        ({"missing_values": (float("nan"),)}, "missing_values holds nan"),
     ],
 )
 def test_bad_k_settings_are_refused_by_the_config(params, match):
@@ -514,7 +528,8 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     (out_dir).mkdir()
     (out_dir / "wide.parquet").write_text("stale output of an earlier run")
     cfg = ClusterJobConfig(inputs=(str(table_dir),), output_dir=str(out_dir), label_column="label",
-                           ignore_columns=("customer", "Customer"), checkpoint=tiny_checkpoint, num_workers=2,
+                           ignore_columns=("customer", "Customer"), missing_values=(-999.0, "unknown"),
+                           checkpoint=tiny_checkpoint, num_workers=2,
                            seed=3, max_columns=10, max_clusters=3, tracking_uri=tracking_uri, progress=False)
     with caplog.at_level("WARNING", logger="pipeline.batch_cluster"):
         summary = run_batch(cfg)
@@ -549,6 +564,7 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
     assert runs[0].info.run_id == summary.attrs["mlflow_run_id"]
     assert runs[0].data.params["max_clusters"] == "3" and runs[0].data.params["k_selection"] == "auto"
     assert runs[0].data.params["ignore_columns"] == "customer,Customer"
+    assert runs[0].data.params["missing_values"] == "-999.0,unknown"
     artifacts = [a.path for a in client.list_artifacts(runs[0].info.run_id)]
     assert "summary.csv" in artifacts
 
