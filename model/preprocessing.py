@@ -270,12 +270,14 @@ def checked_codes(codes: Any) -> tuple:
 
 
 def without_codes(frame: pd.DataFrame, codes: tuple) -> pd.DataFrame:
-    """``frame`` with the cells equal to one of ``codes`` (:func:`checked_codes`) set missing: a number matches a
-    numeric cell of that value and a text cell that reads as it (``"-999"``, ``"-999.0"``); a string matches a text or
-    category cell that is that string, stripped. The frame itself when nothing matches, else a copy."""
+    """``frame`` with the cells equal to one of ``codes`` (:func:`checked_codes`) set missing: a number (or a string
+    that reads as one) matches a numeric cell of that value and a text cell that reads as it (``"-999"``,
+    ``"-999.0"``); a string matches a text or category cell that is that string, stripped. The frame itself when
+    nothing matches, else a copy."""
     if not codes:
         return frame
-    values = np.array([float(c) for c in codes if not isinstance(c, str)], np.float64)
+    read = [float(c) if not isinstance(c, str) else formatted_or_number(c) for c in codes]  # "-999" is -999 too
+    values = np.array([v for v in read if np.isfinite(v)], np.float64)
     texts = {c.strip() for c in codes if isinstance(c, str)}
 
     def is_code(cell: Any) -> bool:

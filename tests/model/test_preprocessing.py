@@ -105,6 +105,8 @@ def test_missing_value_codes_are_read_as_missing_in_every_kind_of_column():
     assert pre.empty_rows(pd.DataFrame({"age": [-999.0], "text": ["-999"], "region": ["unknown"],
                                         "flag": [None]})).tolist() == [True]
     assert TablePreprocessor().fit(table).columns_[2].categories == (" unknown ", "n", "s", "unknown")
+    as_text = TablePreprocessor(missing_values=("-999", "unknown")).fit(table)  # a number written as text
+    np.testing.assert_array_equal(as_text.transform(table)[0], pre.transform(table)[0])
 
 
 @pytest.mark.parametrize("codes", [[np.nan], [True], [None], [np.inf], [[1, 2]]])
