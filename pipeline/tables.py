@@ -19,6 +19,9 @@ logger = logging.getLogger(__name__)
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 #: Field separators a CSV table may use (:func:`csv_dialect`)
 CSV_SEPARATORS = (",", ";", "\t", "|")
+#: Encodings a CSV table is read in, the first that decodes it: UTF-8, then Windows' (a spreadsheet's "CSV" export
+#: there: "€", "é"), then Latin-1, which decodes any bytes
+CSV_ENCODINGS = ("utf-8", "cp1252", "latin-1")
 #: Default limit on feature columns. The estimator projects a table wider than its 64 features onto principal
 #: components of the numeric + one-hot columns (up to 16 per categorical), whose covariance grows with the
 #: square of that width: 512 categorical columns give 8,192 design columns, a 0.5 GB covariance per worker.
@@ -52,15 +55,21 @@ def csv_dialect(path: Path) -> dict[str, str]:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV (its separator from :func:`csv_dialect`) or Parquet file, raising :class:`TableError` with the
-    reason when that fails."""
+    """Read a CSV (its separator from :func:`csv_dialect`, its encoding the first of :data:`CSV_ENCODINGS` that
+    decodes it) or Parquet file, raising :class:`TableError` with the reason when that fails."""
     path = Path(path)
     if not path.is_file():
         raise TableError(f"file not found: {path}")
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, **csv_dialect(path))
+            dialect = csv_dialect(path)
+            for encoding in CSV_ENCODINGS[:-1]:
+                try:
+                    return pd.read_csv(path, encoding=encoding, **dialect)
+                except UnicodeDecodeError:
+                    continue
+            return pd.read_csv(path, encoding=CSV_ENCODINGS[-1], **dialect)
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
     except pd.errors.EmptyDataError:

@@ -125,6 +125,15 @@ def test_a_csv_tables_separator_and_decimal_mark_are_read_off_its_header(tmp_pat
     assert list(table.columns) == columns and table.iloc[0].tolist() == first
 
 
+def test_a_csv_in_windows_encoding_is_read_with_its_accents_and_euro_signs(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes("ville;prix\nOrléans;€1,5\nParis;€3\n".encode("cp1252"))  # an Excel export on Windows
+    table = read_table(path)
+    assert table["ville"].tolist() == ["Orléans", "Paris"] and table["prix"].tolist() == ["€1,5", "€3"]
+    path.write_bytes(b"a,b\n1,\x81\n2,x\n")  # a byte cp1252 leaves undefined: Latin-1 still reads the table
+    assert read_table(path)["b"].tolist() == ["\x81", "x"]
+
+
 def test_prepare_features_keeps_columns_unchanged_and_splits_the_label():
     df = _blobs().assign(colour=pd.Categorical(["r", "g"] * 30), code=["1", "2.5"] * 30)
     features, truth = prepare_features(df, label_column="label")
