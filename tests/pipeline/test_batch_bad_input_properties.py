@@ -138,9 +138,10 @@ def test_one_batch_over_generated_bad_tables_fails_only_the_bad_ones_and_writes_
                                       (blobs, "..\\good", ".pq"), (blobs, "gööd 🙂", ".csv"),
                                       (blobs, "carriage\rreturn", ".csv")]  # summary.csv must quote the "\r"
     junk = {"empty.csv": b"", "header_only.csv": b"a,b\n", "garbage.parquet": b"not parquet",
-            "binary.csv": bytes(range(256)), "ragged.csv": b"a,b\n1,2,3,4\n5\n", "latin1.csv": "é,ß\n1,2\n3,4\n5,6\n"
-            .encode("latin-1"), "..csv": b"a,b\n1,2\n"}
-    paths = []
+            "binary.csv": bytes(range(256)), "ragged.csv": b"a,b\n1,2,3,4\n5\n", "..csv": b"a,b\n1,2\n"}
+    latin1 = inputs / "latin1.csv"  # not UTF-8, but a table: read in Windows' encoding
+    latin1.write_bytes("é,ß\n1,2\n3,4\n5,6\n".encode("latin-1"))
+    paths = [latin1]
     for name, content in junk.items():
         (inputs / name).write_bytes(content)
         paths.append(inputs / name)
@@ -186,6 +187,7 @@ def test_one_batch_over_generated_bad_tables_fails_only_the_bad_ones_and_writes_
     status = summary.set_index("path")["status"]
     assert (status == "ok").sum() >= 4 and (status == "failed").sum() >= len(junk) - 1
     assert all(status[str((inputs / n).resolve())] == "failed" for n in junk if n != "..csv")
+    assert status[str(latin1.resolve())] == "ok"
     # nothing written outside the output folder (and the tracking store): inputs unchanged, nothing in the cwd,
     # and the output folder holds summary.csv and one Parquet per clustered table, directly inside it
     assert _snapshot(tmp_path, (out_dir, tracking)) == before
