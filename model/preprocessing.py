@@ -240,7 +240,7 @@ def _each(fn, cells: np.ndarray) -> np.ndarray:
     return np.array([seen[value] for value in cells], dtype=object)
 
 
-def _read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Object values -> (numbers, formatted, unread): float64 (NaN where missing or not a number), which cells were
     formatted numbers (:func:`formatted_number`), and which present cells are neither a number nor a formatted one."""
     parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
@@ -325,7 +325,7 @@ def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray,
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
     if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
         return True, values, ()
-    parsed, formatted, failed = _read_numbers(values)
+    parsed, formatted, failed = read_numbers(values)
     if not (formatted.any() or failed.any()):
         return False, parsed, ()
     marked = _each(is_missing_marker, values[failed]).astype(bool)
@@ -877,7 +877,7 @@ class TablePreprocessor:
     def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
         """A fitted numeric column's values as float64; formatted numbers (``"$1,234"``) read as numbers and
         missing-value markers (``"?"``) as NaN, as in fit."""
-        parsed, _, failed = _read_numbers(values)
+        parsed, _, failed = read_numbers(values)
         if failed.any():
             failed[failed] = ~_each(is_missing_marker, values[failed]).astype(bool)
         if failed.any():

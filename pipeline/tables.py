@@ -10,9 +10,10 @@ import glob
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from model.preprocessing import formatted_number, is_missing_marker
+from model.preprocessing import is_missing_marker, read_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,8 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None, ig
             raise TableError(f"label column {label_column!r} not found; the columns are {list(frame.columns)[:20]}")
         truth = frame[label_column]
         frame = frame.drop(columns=[label_column])
-    ignored = [c for c in frame.columns if c in set(ignore_columns)]
+    ignore = set(ignore_columns)
+    ignored = [c for c in frame.columns if c in ignore]
     if ignored:
         frame = frame.drop(columns=ignored)
     if frame.shape[1] == 0:
@@ -138,19 +140,19 @@ def check_text_column(col: pd.Series) -> None:
     present = col.dropna()
     if present.empty:
         return
-    text = present.astype(str)
-    numeric = pd.to_numeric(text, errors="coerce").notna() | text.map(formatted_number).notna()
-    if numeric.all():
+    values = present.astype(str).to_numpy(object)
+    _, _, unread = read_numbers(values)  # as the estimator reads them: numbers, formatted ones too
+    if not unread.any():
         return
-    marked = text[~numeric].map(is_missing_marker)
-    if numeric.any() and marked.all():
+    marked = np.array([is_missing_marker(v) for v in values[unread]], bool)
+    if not unread.all() and marked.all():
         return
-    words = text[~numeric][~marked]  # (none: markers alone, a text column of them)
-    example = (words if len(words) else text[~numeric]).iloc[0][:40]
-    if numeric.mean() >= 0.5:
+    words = values[unread][~marked]  # (none: markers alone, a text column of them)
+    example = (words if len(words) else values[unread])[0][:40]
+    if 1.0 - unread.mean() >= 0.5:
         raise TableError(f"column {col.name!r} is numeric but holds non-numeric strings (e.g. {example!r}); "
                          "write missing values as empty cells or NaN, or cast the column to 'category'")
-    levels = text.nunique()
+    levels = len(set(values))
     if levels > MAX_CATEGORY_LEVELS or levels > max(2, len(present) // 2):
         raise TableError(f"column {col.name!r} holds free text ({levels} distinct strings, e.g. {example!r}); "
                          f"drop it (the batch job: --ignore-columns {col.name}), or encode it as a category with at "
