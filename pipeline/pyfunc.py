@@ -5,7 +5,8 @@ The artifact is the model-format checkpoint (``model.checkpoint.save_checkpoint`
 given. ``params`` (see :data:`PARAMS`) set the estimator: ``n_clusters`` fixes K (0: CIN infers it),
 ``max_clusters`` bounds the inferred K, ``k_selection`` and ``n_estimators`` as in ``TabClustPFN``, and
 ``random_state`` (default 0) picks the context rows of a table over 1,000 rows, so the same call gives the same
-labels. A table is refused as the batch job refuses it (:func:`pipeline.tables.prepare_features`).
+labels; ``missing_values``, a list of strings, names the codes read as missing (``["-999", "unknown"]``). A table
+is refused as the batch job refuses it (:func:`pipeline.tables.prepare_features`).
 
 The model is logged from code (:data:`MODEL_CODE`; nothing is pickled) and carries the ``model`` package and the
 ``pipeline`` modules it needs, so it loads where this project is not installed. :func:`serve` runs MLflow's
@@ -44,6 +45,7 @@ DECLARED_PARAMS: tuple[tuple[str, str, Any], ...] = (
     ("k_selection", "string", DEFAULT_ESTIMATOR_K_SELECTION),
     ("n_estimators", "long", DEFAULT_N_ESTIMATORS),
     ("random_state", "long", 0),
+    ("missing_values", "string", []),  # an array param: the codes as strings ("-999" matches -999 too)
 )
 #: Estimator settings a request may not change: the weights, the device and the memory bounds are the server's.
 SERVER_SETTINGS = ("checkpoint", "device", "n_context", "batch_rows")
@@ -136,6 +138,10 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
             _refuse(f"param {name!r} must be 0 (not set) or at least 2, got {values[name]}")
     settings = {name: int(v) if kind == "long" else v for (name, kind, _), v in zip(PARAMS, values.values())}
     settings.update(n_clusters=settings["n_clusters"] or None, max_clusters=settings["max_clusters"] or None)
+    codes = [] if settings["missing_values"] is None else settings["missing_values"]
+    if isinstance(codes, str) or np.ndim(codes) == 0:  # one code given bare; the estimator checks each
+        codes = [codes]
+    settings["missing_values"] = [c.item() if isinstance(c, np.generic) else c for c in codes] or None
     if "screen_noise" in settings:  # a word in a request: "auto", "true" or "false"
         try:
             settings["screen_noise"] = screen_noise_setting(settings["screen_noise"])
@@ -191,9 +197,9 @@ def _model_settings(checkpoint: str | os.PathLike, code_dir: Path) -> dict[str, 
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
 
-    # Any table goes in (no column schema); out come the labels.
-    signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]),
-                               params=ParamSchema([ParamSpec(n, kind, default) for n, kind, default in PARAMS]))
+    # Any table goes in (no column schema); out come the labels. A list default makes an array param.
+    specs = [ParamSpec(n, kind, default, (-1,) if isinstance(default, list) else None) for n, kind, default in PARAMS]
+    signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]), params=ParamSchema(specs))
     script, code_paths = _copy_code(code_dir)
     return {"python_model": script, "artifacts": {ARTIFACT_KEY: str(checkpoint)}, "signature": signature,
             "code_paths": code_paths, "pip_requirements": pinned_requirements()}

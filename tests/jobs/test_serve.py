@@ -116,7 +116,7 @@ def test_the_shipped_checkpoint_is_served_on_localhost_without_path_set_up(shipp
 
 
 @pytest.mark.slow
-def test_a_table_with_gaps_is_served_filled_as_the_estimator_fills_them(shipped_server):
+def test_a_table_with_gaps_or_named_codes_is_served_filled_as_the_estimator_fills_them(shipped_server):
     table = _blobs(90, seed=3)
     table = table.mask(np.random.default_rng(3).random(table.shape) < 0.2)  # JSON nulls on the wire
     response = shipped_server.invoke(table)
@@ -124,6 +124,9 @@ def test_a_table_with_gaps_is_served_filled_as_the_estimator_fills_them(shipped_
     assert response.json()["predictions"] == TabClustPFN(random_state=0).fit_predict(table).tolist()
     by_median = shipped_server.invoke(table, {"impute": "median"})
     assert by_median.json()["predictions"] == TabClustPFN(random_state=0, impute="median").fit_predict(table).tolist()
+    coded = shipped_server.invoke(table.fillna(-999.0), {"missing_values": ["-999"]})  # an array param on the wire
+    assert coded.status_code == 200, coded.text
+    assert coded.json()["predictions"] == response.json()["predictions"]
 
 
 @pytest.mark.slow

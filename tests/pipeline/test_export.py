@@ -385,3 +385,31 @@ def test_a_request_with_question_marks_and_formatted_numbers_is_answered_as_its_
     with pytest.warns(UserWarning, match="read as"):
         labels = _pyfunc(tiny_checkpoint).predict(None, sent)
     np.testing.assert_array_equal(labels, TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit_predict(plain))
+
+
+def test_a_request_names_its_missing_value_codes_as_strings(tiny_checkpoint, logged_model):
+    """``missing_values`` is an array param of strings: ``"-999"`` matches the numeric cells -999 too, so the labels
+    are those of the table with gaps there; through MLflow's own param check (the logged model) as well."""
+    import mlflow
+
+    table = _table(90, seed=4)
+    gaps = table.mask(np.random.default_rng(4).random(table.shape) < 0.1)
+    coded = gaps.fillna(-999.0)
+    expected = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, n_clusters=3).fit_predict(gaps)
+    served = _pyfunc(tiny_checkpoint)
+    assert not np.array_equal(served.predict(None, coded, params={"n_clusters": 3}), expected)  # -999 as a value
+    np.testing.assert_array_equal(
+        served.predict(None, coded, params={"n_clusters": 3, "missing_values": ["-999", "unknown"]}), expected)
+    np.testing.assert_array_equal(served.predict(None, coded, params={"n_clusters": 3, "missing_values": "-999"}),
+                                  expected)  # one code given bare
+    loaded = mlflow.pyfunc.load_model(logged_model[0])
+    np.testing.assert_array_equal(loaded.predict(coded, params={"n_clusters": 3, "missing_values": ["-999"]}),
+                                  expected)
+
+
+def test_a_request_with_a_code_that_is_no_number_or_string_is_refused(tiny_checkpoint):
+    from mlflow.exceptions import MlflowException
+
+    with pytest.raises(MlflowException) as exc:
+        _pyfunc(tiny_checkpoint).predict(None, _table(20), params={"missing_values": [float("nan")]})
+    assert "missing_values holds nan: give the codes as finite numbers or strings" in exc.value.message
