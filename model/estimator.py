@@ -22,7 +22,8 @@ from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, checked_codes, without_codes
+from model.cells import checked_codes, without_codes
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features

@@ -5,23 +5,23 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
 * **Column types.** Numeric numpy dtypes and numeric pandas dtypes are numeric. ``bool``, ``category`` and
   pandas ``boolean`` columns are categorical. Object and string columns are inspected value by value: a column
   whose values are all numbers or numeric strings (``"1.5"``, or formatted: ``"$1,234.50"``, ``"12%"``,
-  :func:`formatted_number`, with a ``UserWarning``) is numeric; so is one whose other values are all
-  missing-value markers (``"?"``, ``"NA"``, ``"-"``, ``"."``: :func:`is_missing_marker`), those cells read as
-  missing, with a ``UserWarning`` naming them (``missing_markers_``); a column of strings with any other
+  :func:`model.cells.formatted_number`, with a ``UserWarning``) is numeric; so is one whose other values are all
+  missing-value markers (``"?"``, ``"NA"``, ``"-"``, ``"."``: :func:`model.cells.is_missing_marker`), those cells
+  read as missing, with a ``UserWarning`` naming them (``missing_markers_``); a column of strings with any other
   non-numeric string is categorical; a column that mixes real numbers with such strings (``3.2`` and ``"low"``) is
   refused with a ``ValueError`` naming the column (cast it to ``category`` or turn the strings into NaN). Values
   that are neither numbers nor strings raise ``TypeError``; datetime and complex columns raise ``ValueError``.
-* **Missing values** (NaN, None, pd.NA, the markers above, and the codes of ``missing_values``) are imputed: by the median of a numeric column and the most frequent
-  category of a categorical one (``impute="median"``), or (``impute="neighbors"``) by the mean of that column over
-  the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table that hold it, nearness measured on the z-scores of the
-  numeric columns both rows hold (as scikit-learn's ``KNNImputer``; before any Yeo-Johnson transform, which then
-  reads the completed table); with ``impute_categorical`` (the estimator's default), in a table that has categorical
-  columns, they count in the distance and get the nearest rows' most frequent category, and a column only one of two
-  rows holds counts at its average difference instead of the rescaling (:func:`_neighbor_fill`). A row keeps the
-  company of its cluster instead of joining a point mass at the median that can read as a cluster of its own. The
-  fitted table's rows (a fixed subsample of at most ``IMPUTE_DONORS``) stay with the preprocessor, so ``transform``
-  imputes new rows from them. The column moments are those after median filling either way. ``inf`` is refused
-  (``ValueError``).
+* **Missing values** (NaN, None, pd.NA, the markers above, and the codes of ``missing_values``) are imputed: by the
+  median of a numeric column and the most frequent category of a categorical one (``impute="median"``), or
+  (``impute="neighbors"``) by the mean of that column over the ``IMPUTE_NEIGHBORS`` nearest rows of the fitted table
+  that hold it, nearness measured on the z-scores of the numeric columns both rows hold (as scikit-learn's
+  ``KNNImputer``; before any Yeo-Johnson transform, which then reads the completed table); with ``impute_categorical``
+  (the estimator's default), in a table that has categorical columns, they count in the distance and get the nearest
+  rows' most frequent category, and a column only one of two rows holds counts at its average difference instead of
+  the rescaling (:func:`_neighbor_fill`). A row keeps the company of its cluster instead of joining a point mass at
+  the median that can read as a cluster of its own. The fitted table's rows (a fixed subsample of at most
+  ``IMPUTE_DONORS``) stay with the preprocessor, so ``transform`` imputes new rows from them. The column moments are
+  those after median filling either way. ``inf`` is refused (``ValueError``).
 * **Dropped columns.** Columns that are entirely missing or constant (one distinct value, or a numeric spread
   below 1e-12 of the column's largest magnitude, whatever its unit) carry no cluster information and are
   dropped, and so is a categorical column whose values are all distinct (at least ``IDENTIFIER_MIN_VALUES``: an
@@ -70,17 +70,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import numbers
-import os
-import re
-import sys
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from model.cells import (checked_codes, classify_objects, each_distinct, is_missing_marker, read_numbers,
+                         user_stacklevel, without_codes)
 
 logger = logging.getLogger(__name__)
 
@@ -98,12 +96,6 @@ IMPUTE_NEIGHBORS = 5  # rows whose mean fills a missing numeric cell (impute="ne
 IMPUTE_DONORS = 2000  # rows of the fitted table kept to impute from (a fixed subsample of larger tables)
 IDENTIFIER = "an identifier: every value distinct, so no two rows share one"  # a categorical column's drop reason
 IDENTIFIER_MIN_VALUES = 3  # fewer distinct values: too few rows to call the column an identifier
-#: Strings that mark a missing value among numbers (``"?"`` in UCI files, ``"."`` in SAS exports, ``"NA"`` in R's),
-#: compared stripped and case-folded (:func:`is_missing_marker`)
-MISSING_MARKERS = frozenset({"na", "n/a", "n.a.", "nan", "null", "none", "nil", "missing", "unknown", "#n/a",
-                             "not available"})
-#: A formatted number: a sign, a currency sign, digits in comma-separated groups of three (or none), decimals, a %
-_FORMATTED = re.compile(r"[+-]?[$€£¥]?[+-]?(\d{1,3}(?:,\d{3})+|\d*)(\.\d*)?%?")
 _OTHER = object()  # a category no column holds: _encode reads it as the column's "other" code
 _IMPUTE_CHUNK_ROWS = 2048  # rows with a gap imputed at once (their distances to the donors: 32 MB a matrix)
 
@@ -177,17 +169,6 @@ def as_frame(X: Any) -> pd.DataFrame:
     return frame
 
 
-def _user_stacklevel() -> int:
-    """``stacklevel`` that makes a warning raised by the caller point at the first frame outside this package
-    and scikit-learn (the user's line, whether it called the preprocessor or the estimator)."""
-    package = str(Path(__file__).resolve().parent)
-    frame, level = sys._getframe(1), 1
-    while frame is not None and (frame.f_code.co_filename.startswith(package)
-                                 or f"{os.sep}sklearn{os.sep}" in frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def _finite(values: np.ndarray, label: str) -> np.ndarray:
     """A numeric column, refused if it holds inf (NaN is imputed later)."""
     if np.isinf(values).any():
@@ -204,151 +185,6 @@ def _numeric_block(frame: pd.DataFrame) -> np.ndarray | None:
                 or pd.api.types.is_complex_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)):
             return None
     return frame.to_numpy(np.float64, na_value=np.nan)
-
-
-def is_missing_marker(value: Any) -> bool:
-    """Whether ``value`` is a string that marks a missing value among numbers: one of :data:`MISSING_MARKERS`, or
-    punctuation alone (``"?"``, ``"-"``, ``"."``, ``""``), stripped and case-folded."""
-    if not isinstance(value, str):
-        return False
-    text = value.strip().casefold()
-    return text in MISSING_MARKERS or not any(ch.isalnum() for ch in text)
-
-
-def formatted_number(value: Any) -> float:
-    """A string written as a formatted number (``"$1,234.50"``, ``"12.5%"``, ``"-€3"``) -> that number; NaN for any
-    other value. Currency signs, thousands commas (in groups of three) and a percent sign are dropped: the column is
-    z-normalised, so its unit does not matter."""
-    if not isinstance(value, str):
-        return np.nan
-    text = value.replace(" ", "")
-    negative = len(text) > 2 and text[0] == "(" and text[-1] == ")"  # an accountant's negative: (1,234)
-    found = _FORMATTED.fullmatch(text[1:-1] if negative else text)
-    if found is None or not any(ch.isdigit() for ch in found.group(0)):
-        return np.nan
-    if found.group(0).count("-") + found.group(0).count("+") > (0 if negative else 1):
-        return np.nan
-    number = float(found.group(1).replace(",", "") + (found.group(2) or ""))
-    return -number if ("-" in found.group(0)) != negative else number
-
-
-def _each(fn, cells: np.ndarray) -> np.ndarray:
-    """``fn`` of every cell, computed once per distinct value (a text column repeats a few values many times)."""
-    if len(cells) == 0:
-        return np.empty(0, object)
-    seen = {value: fn(value) for value in pd.unique(cells)}
-    return np.array([seen[value] for value in cells], dtype=object)
-
-
-def read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Object values -> (numbers, formatted, unread): float64 (NaN where missing or not a number), which cells were
-    formatted numbers (:func:`formatted_number`), and which present cells are neither a number nor a formatted one."""
-    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
-    unread = np.isnan(parsed) & ~pd.isna(values)
-    formatted = np.zeros(len(values), bool)
-    if unread.any():
-        read = _each(formatted_number, values[unread]).astype(np.float64)
-        formatted[unread] = ~np.isnan(read)
-        parsed[formatted] = read[~np.isnan(read)]
-        unread &= ~formatted
-    return parsed, formatted, unread
-
-
-def checked_codes(codes: Any) -> tuple:
-    """``missing_values`` as a tuple of real numbers and strings; anything else raises ``ValueError``."""
-    if codes is None:
-        return ()
-    if isinstance(codes, (str, numbers.Number)):
-        codes = (codes,)
-    out = tuple(codes)
-    for code in out:
-        if isinstance(code, (bool, np.bool_)) or not isinstance(code, (str, numbers.Real)) \
-                or (isinstance(code, numbers.Real) and not np.isfinite(code)):
-            raise ValueError(f"missing_values holds {code!r}: give the codes as finite numbers or strings, e.g. "
-                             "[-999, 'unknown'] (NaN is read as missing without it)")
-    return out
-
-
-def without_codes(frame: pd.DataFrame, codes: tuple) -> pd.DataFrame:
-    """``frame`` with the cells equal to one of ``codes`` (:func:`checked_codes`) set missing: a number (or a string
-    that reads as one) matches a numeric cell of that value and a text cell that reads as it (``"-999"``,
-    ``"-999.0"``); a string matches a text or category cell that is that string, stripped. The frame itself when
-    nothing matches, else a copy."""
-    if not codes:
-        return frame
-    read = [float(c) if not isinstance(c, str) else formatted_or_number(c) for c in codes]  # "-999" is -999 too
-    values = np.array([v for v in read if np.isfinite(v)], np.float64)
-    texts = {c.strip() for c in codes if isinstance(c, str)}
-
-    def is_code(cell: Any) -> bool:
-        if isinstance(cell, str):
-            return cell.strip() in texts or (values.size > 0 and bool(np.isin(formatted_or_number(cell), values)))
-        return isinstance(cell, numbers.Real) and not isinstance(cell, (bool, np.bool_)) and bool(np.isin(cell, values))
-
-    out = None
-    for j in range(frame.shape[1]):
-        col = frame.iloc[:, j]
-        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_complex_dtype(col.dtype):
-            continue
-        if pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(col.dtype, pd.CategoricalDtype):
-            hit = np.isin(col.to_numpy(np.float64, na_value=np.nan), values) if values.size else None
-        else:
-            cells = col.to_numpy(object)
-            present = ~pd.isna(cells)
-            hit = np.zeros(len(cells), bool)
-            hit[present] = _each(is_code, cells[present]).astype(bool)
-        if hit is not None and hit.any():
-            out = frame.copy() if out is None else out
-            out.isetitem(j, col.mask(hit))
-    return frame if out is None else out
-
-
-def formatted_or_number(text: str) -> float:
-    """A string read as a number, plain (``"1e3"``) or formatted (:func:`formatted_number`); NaN if neither."""
-    try:
-        return float(text)
-    except ValueError:
-        return formatted_number(text)
-
-
-def _classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, tuple[str, ...]]:
-    """Object column -> (is_categorical, values, markers); numeric values (formatted ones among them,
-    :func:`formatted_number`) come back as float64, the missing-value markers among them (:func:`is_missing_marker`)
-    as NaN, both named in a warning."""
-    missing = pd.isna(values)
-    present = values[~missing]
-    kinds = {type(v) for v in present}
-    for kind in kinds:
-        if not issubclass(kind, (str, numbers.Number)):
-            raise TypeError(f"{label}: argument must be a string or a real number, not {kind.__name__!r}")
-        if issubclass(kind, numbers.Complex) and not issubclass(kind, numbers.Real):
-            raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
-    if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
-        return True, values, ()
-    parsed, formatted, failed = read_numbers(values)
-    if not (formatted.any() or failed.any()):
-        return False, parsed, ()
-    marked = _each(is_missing_marker, values[failed]).astype(bool)
-    if marked.all() and failed.sum() < (~missing).sum():  # numbers, and markers of a missing value beside them
-        if formatted.any():
-            warnings.warn(f"{label}: formatted numbers (e.g. {str(values[formatted][0])!r}, {int(formatted.sum())} "
-                          "cells) read as numbers, their currency signs, thousands commas and percent signs dropped.",
-                          UserWarning, stacklevel=_user_stacklevel())
-        if not failed.any():
-            return False, parsed, ()
-        found, counts = np.unique(values[failed].astype(str), return_counts=True)
-        found = [str(v) for v in found]
-        named = ", ".join(f"{v!r} ({c} cell{'s' if c > 1 else ''})" for v, c in zip(found, counts))
-        warnings.warn(f"{label}: {named} read as missing, as the column's other values are numbers; write a "
-                      "missing value as NaN or an empty cell to silence this, or cast the column to 'category' to "
-                      "cluster on those strings.", UserWarning, stacklevel=_user_stacklevel())
-        return False, parsed, tuple(found)
-    if any(not issubclass(k, str) for k in kinds):
-        bad = values[np.flatnonzero(failed)[~marked][0]]
-        raise ValueError(f"{label} mixes numbers with non-numeric strings (e.g. {bad!r}); replace those "
-                         "strings with NaN if they mean 'missing', or cast the column to 'category' to treat it "
-                         "as categorical.")
-    return True, values, ()
 
 
 def _neighbor_fill(Z: np.ndarray, absent: np.ndarray, donors: np.ndarray, codes: np.ndarray | None = None,
@@ -446,7 +282,7 @@ def _likely_codes(present: np.ndarray, q1: float, q3: float, iqr: float, label: 
     warnings.warn(f"{label}: {codes}{' and more' if shared.sum() > 3 else ''} lie more than {CODE_IQRS:g} IQRs "
                   "beyond the column's other values; if such a value codes a missing one, name it in missing_values "
                   "(or pass NaN instead): read as a value, it gathers its rows.", UserWarning,
-                  stacklevel=_user_stacklevel())
+                  stacklevel=user_stacklevel())
     return tuple(float(v) for v in levels[shared])
 
 
@@ -508,7 +344,7 @@ class TablePreprocessor:
         lies beyond the fences: a few gross values, not a far group that may be a cluster; None: every column.
     missing_values : tuple of numbers and strings, default=()
         Codes for a missing value (``-999``, ``"unknown"``): a cell equal to one, in any column, is read as missing,
-        in fit and transform (:func:`without_codes`).
+        in fit and transform (:func:`model.cells.without_codes`).
 
     Attributes
     ----------
@@ -740,7 +576,7 @@ class TablePreprocessor:
         absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy(copy=True)
         for i, col in enumerate(columns):
             if not col.categorical and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[col.index]):
-                absent[:, i] |= _each(is_missing_marker, frame.iloc[:, col.index].to_numpy(object)).astype(bool)
+                absent[:, i] |= each_distinct(is_missing_marker, frame.iloc[:, col.index].to_numpy(object)).astype(bool)
         return absent.all(axis=1)
 
     def screened_values(self, X: Any) -> np.ndarray:
@@ -826,7 +662,7 @@ class TablePreprocessor:
         if len(order) >= IDENTIFIER_MIN_VALUES and int(counts.max()) == 1:
             warnings.warn(f"{label} is dropped: every one of its {len(order)} values is distinct (an identifier), so "
                           "it cannot group rows; drop it yourself to silence this.", UserWarning,
-                          stacklevel=_user_stacklevel())
+                          stacklevel=user_stacklevel())
             return IDENTIFIER
         other = None
         if len(order) > self.max_categories:  # keep the most frequent, pool the rest
@@ -844,8 +680,8 @@ class TablePreprocessor:
     def _column_values(self, series: pd.Series, label: str, fitted: _Column | None
                        ) -> tuple[bool, np.ndarray, tuple[str, ...]]:
         """One input column -> (categorical?, values, markers): float64 for numeric (a missing-value marker among
-        numbers as NaN, :func:`is_missing_marker`), object array for categorical; ``markers``: the strings read as
-        missing (found at fit only).
+        numbers as NaN, :func:`model.cells.is_missing_marker`), object array for categorical; ``markers``: the
+        strings read as missing (found at fit only).
 
         With ``fitted`` (transform), the fitted type is imposed instead of inferred.
         """
@@ -866,7 +702,7 @@ class TablePreprocessor:
             if fitted is not None:
                 values = self._parse_numeric(values, label)
             else:
-                categorical, values, markers = _classify_objects(values, label)
+                categorical, values, markers = classify_objects(values, label)
                 if categorical:
                     return True, values, markers
         else:
@@ -879,7 +715,7 @@ class TablePreprocessor:
         missing-value markers (``"?"``) as NaN, as in fit."""
         parsed, _, failed = read_numbers(values)
         if failed.any():
-            failed[failed] = ~_each(is_missing_marker, values[failed]).astype(bool)
+            failed[failed] = ~each_distinct(is_missing_marker, values[failed]).astype(bool)
         if failed.any():
             raise ValueError(f"{label} is numeric but holds the non-numeric value "
                              f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")
@@ -1029,7 +865,7 @@ class TablePreprocessor:
             f"at most {k} (those above the noise level)"
         warnings.warn(f"{len(self.columns_)} usable features exceed the model's {k}: projecting the table "
                       f"onto {which} principal components (categorical columns one-hot encoded).",
-                      UserWarning, stacklevel=_user_stacklevel())
+                      UserWarning, stacklevel=user_stacklevel())
         self._design_mean, self._design_scale = 0.0, 1.0
         first = self._design(encoded[:1])
         total, sq, n = np.zeros(first.shape[1]), np.zeros(first.shape[1]), encoded.shape[0]

@@ -32,7 +32,8 @@ import pandas as pd
 
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.power import DEFAULT_POWER_TRANSFORM, power_transform_setting
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, checked_codes
+from model.cells import checked_codes
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE
 from model.refinement import DEFAULT_REFINE, REFINES
 from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
 from model.selection import DEFAULT_ESTIMATOR_K_SELECTION, ESTIMATOR_K_SELECTIONS

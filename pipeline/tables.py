@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model.preprocessing import is_missing_marker, read_numbers
+from model.cells import is_missing_marker, read_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None, ig
 def check_text_column(col: pd.Series) -> None:
     """Refuse a text column that is neither numbers nor a category with few levels.
 
-    Numbers (formatted ones too, ``"$1,234"``: :func:`model.preprocessing.formatted_number`) with missing-value
-    markers beside them (``"?"``, ``"n/a"``: :func:`model.preprocessing.is_missing_marker`) pass: the estimator
+    Numbers (formatted ones too, ``"$1,234"``: :func:`model.cells.formatted_number`) with missing-value
+    markers beside them (``"?"``, ``"n/a"``: :func:`model.cells.is_missing_marker`) pass: the estimator
     reads the markers as missing and names them (``missing_markers`` in the summary). A column of mostly numbers
     with other strings (``"low"``) is refused so those strings are not taken as categories; a column with more than
     :data:`MAX_CATEGORY_LEVELS` distinct strings, or with more than half as many distinct strings as values, is free

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model.preprocessing import IDENTIFIER, TablePreprocessor, formatted_number
+from model.cells import formatted_number
+from model.preprocessing import IDENTIFIER, TablePreprocessor
 
 
 def test_numeric_columns_are_z_normalised():
