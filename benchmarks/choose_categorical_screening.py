@@ -21,7 +21,13 @@ with 1-3 categorical columns beside them that are independent of everything) is 
   level 0.05 / 0.2 instead of 0.01 (``TabClustPFN._screen_categorical_alpha``), so that a category kept on weaker
   evidence: proposed after ``categorical-always`` lost 6 one-informative tables on the fresh draw, where a weakly
   informative category was dropped. Being shaped by that loss, a qualifying one must hold on a third draw
-  (``--offset 7000``).
+  (``--offset 7000``);
+- ``categorical-always-split``: as ``categorical-always``, and a category that stays out after the put-back test
+  comes back unless it only splits the clusters found without it (the table clustered again with it; it stays out
+  where that partition is closer to the clusters found without it crossed with its levels than to its levels
+  alone: ``TabClustPFN._split_check``). Proposed 2026-12-06 for the losses of ``categorical-always``, a category
+  that carries the clusters alone (one-informative), which the put-back test cannot see against clusters found in
+  noise columns; a qualifying one must hold on a fresh draw (``--offset 17000``).
 
 Proposed 2026-12-02 after a probe: three blobs 4 SD apart in 3 columns with one 3-level categorical column of
 noise beside them came out K = 9 (ARI 0.40; every blob split by the noise levels), K = 3 and ARI 1.0 with the
@@ -47,10 +53,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 BASELINE = "continuous"
-VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2")
-#: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)``
-SETTING = {"continuous": (False, None), "categorical": (True, None), "categorical-always": ("always", None),
-           "categorical-always-0.05": ("always", 0.05), "categorical-always-0.2": ("always", 0.2)}
+VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
+            "categorical-always-split")
+#: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)`` and ``TabClustPFN._split_check``
+SETTING = {"continuous": (False, None, False), "categorical": (True, None, False),
+           "categorical-always": ("always", None, False), "categorical-always-0.05": ("always", 0.05, False),
+           "categorical-always-0.2": ("always", 0.2, False), "categorical-always-split": ("always", None, True)}
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200, "low-d": 200,
          "cat-noise": 200, "dev": 23, "shapes": 54}
 
@@ -61,9 +69,9 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    setting, alpha = SETTING[variant]
+    setting, alpha, split_check = SETTING[variant]
     cls = type(f"TabClustPFN_{variant}", (TabClustPFN,),
-               {"_screen_categorical": setting, "_screen_categorical_alpha": alpha})
+               {"_screen_categorical": setting, "_screen_categorical_alpha": alpha, "_split_check": split_check})
     return cls(checkpoint=checkpoint, random_state=0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import warnings
@@ -10,19 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from model.cells import checked_codes, without_codes
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.dequantize import DEFAULT_DEQUANTIZE
 from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.cells import checked_codes, without_codes
 from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
@@ -299,6 +301,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     _fence_max_share = 0.01
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
+    #: Screened categorical columns come back unless they only split the clusters found without them
+    #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, judged by
+    #: ``benchmarks/choose_categorical_screening.py``, not a parameter.
+    _split_check = False
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
@@ -469,11 +475,38 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 pre.readmit(table, [name for name, b in zip(pre.screened_, back) if b])
                 Z, cat_mask = pre.transform(table)
                 self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
+        if self._split_check and pre.screened_categorical.any():
+            pre = self._readmit_unless_only_splitting(net, table, pre, ctx, k_cap, rule)
         self.preprocessor_ = pre
         self.dequantized_ = spread
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
         self._fitted_sha = sha
         return self
+
+    def _readmit_unless_only_splitting(self, net: TabClustNet, table: pd.DataFrame, pre: TablePreprocessor,
+                                       ctx: np.ndarray, k_cap: int, rule: str) -> TablePreprocessor:
+        """The screened categorical columns back, unless they only split the clusters found without them: the
+        table is clustered again with them, and they stay out where that partition is closer to the clusters
+        found without them crossed with the columns' levels than to the levels alone (ARI on the context). A
+        category that is noise splits every cluster by its levels (three blobs and a noise column of three levels:
+        nine clusters); a category that carries the clusters is matched by them, levels and all. Returns the
+        preprocessor of the partition kept (``pre`` itself when the columns stay out)."""
+        from sklearn.metrics import adjusted_rand_score
+
+        categorical = pre.screened_categorical
+        names = [name for name, c in zip(pre.screened_, categorical) if c]
+        codes = pre.screened_values(table.iloc[ctx])[:, categorical]  # the levels as the preprocessor reads them
+        levels = pd.MultiIndex.from_arrays(list(codes.T)).factorize()[0]
+        without = self.labels_[ctx]
+        fitted = dict(self.__dict__)
+        trial = copy.deepcopy(pre).readmit(table, names)
+        Z, cat_mask = trial.transform(table)
+        self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
+        crossed = pd.MultiIndex.from_arrays([without, levels]).factorize()[0]
+        if adjusted_rand_score(self.labels_[ctx], levels) >= adjusted_rand_score(self.labels_[ctx], crossed):
+            return trial
+        self.__dict__.update(fitted)
+        return pre
 
     def _cluster(self, net: TabClustNet, Z: np.ndarray, cat_mask: np.ndarray, ctx: np.ndarray, k_cap: int,
                  rule: str) -> None:
