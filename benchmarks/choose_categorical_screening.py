@@ -40,7 +40,10 @@ second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`
 
 Measured 2026-12-02: ``categorical-always`` qualified on the first draw (``cat-noise`` +0.105 +- 0.013) and lost
 on one-informative on the fresh one (-0.0017 +- 0.0011, 1 better / 6 worse); ``categorical`` qualified only on the
-fresh one. Neither is the default (``docs/results/choice-cat-screening*.md``).
+fresh one. Neither is the default (``docs/results/choice-cat-screening*.md``). Measured 2026-12-06:
+``categorical-always-split`` qualified on the first draw (cat-noise +0.062 +- 0.010) and lost on coarse on the
+fresh one (-0.0004 +- 0.0003, 1 better / 4 worse; cat-noise +0.046 +- 0.011): not the default
+(``choice-cat-screening-split*.md``).
 """
 
 from __future__ import annotations

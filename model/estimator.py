@@ -303,7 +303,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     _screen_categorical_alpha = None
     #: Screened categorical columns come back unless they only split the clusters found without them
     #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, judged by
-    #: ``benchmarks/choose_categorical_screening.py``, not a parameter.
+    #: ``benchmarks/choose_categorical_screening.py`` (held on the first draw, lost on coarse on a fresh one), not
+    #: a parameter.
     _split_check = False
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
