@@ -6,6 +6,7 @@ import copy
 import logging
 import os
 import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centr
 from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
+from model.low_dim import BicChoice
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
@@ -48,6 +50,23 @@ logger = logging.getLogger(__name__)
 
 #: File name of the checkpoint shipped with the package, in ``model/weights/``.
 DEFAULT_CHECKPOINT = "tabclustpfn-small.pt"
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """What a fit that chose K keeps of the partitions it weighed, for the partition at another K
+    (``predict(X, n_clusters=k)``): the context's design rows and candidate partitions for K = 2..``k_hi``, their
+    refinements and mixtures where the fit made them, BIC's mixtures on the BIC path, and the orderings' cluster
+    matchings and partitions where the network assigns."""
+
+    k_hi: int
+    rows: np.ndarray | None
+    labels: np.ndarray | None
+    refined: list | None
+    mixtures: list | None
+    bic: BicChoice | None
+    perms: np.ndarray | None
+    network_labels: np.ndarray | None
 
 
 def default_checkpoint_path() -> Path:
@@ -258,6 +277,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     rows, or, where the chosen partition was refined (``refine="gmm"`` or ``"kmeans"``), to the most probable
     refined component or the nearest refined mean, as ``fit`` assigned every row of the table. For n_samples <=
     n_context, on the fitted rows they reproduce ``labels_`` and ``probabilities_``.
+    ``predict(X, n_clusters=k)`` reads the partition at another K that a fit which chose K weighed (K in 2..the
+    largest candidate): its candidate at k, refined as the fit would have refined it had it chosen k (BIC's own
+    mixture on the BIC path), so an analyst can look at K = 3 beside the chosen 4 without fitting again; the
+    refined partitions need no pass of the network. It is the fit's candidate, which may differ from what
+    ``TabClustPFN(n_clusters=k).fit`` returns (that fit refines a single partition and takes no BIC path).
 
     Examples
     --------
@@ -625,6 +649,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.context_indices_ = ctx
         self.empty_rows_ = self._empty_rows
         self._context_X, self._cat_mask = Z[ctx], cat_mask
+        self._candidates = None if self.n_clusters is not None else _Candidates(
+            k_hi, rows if refined_candidates or test_structure else None, candidates, refined, mixtures, low_dim, perms,
+            None if context is None else probs_all.argmax(-1))
 
     def _k_rule(self, net: TabClustNet, path: Path) -> str:
         """``k_selection`` with ``"auto"`` resolved; refuses a ranker the checkpoint or the settings cannot give."""
@@ -640,55 +667,114 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         return resolve_k_selection(self.k_selection, has_ranker, self.refine)
 
     # -------------------------------------------------------- predict
-    def predict(self, X):
+    def predict(self, X, n_clusters=None):
         """Assign new rows to the fitted clusters (the fitted context and K; new rows do not affect each other).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features_in_) or DataFrame
             Same columns as in ``fit``.
+        n_clusters : int, optional
+            Another K to read, where ``fit`` chose K: the partition at that K that the fit weighed (its candidate,
+            refined as the fit would have refined it had it chosen that K), with no second pass of the network
+            where the partition was refined (the default). Its clusters are numbered by their first row in the
+            fitted context. None: the fitted K.
 
         Returns
         -------
         labels : ndarray of int64, shape (n_samples,)
-            The argmax of :meth:`predict_proba`, numbered as ``labels_``.
+            The argmax of :meth:`predict_proba`, numbered as ``labels_`` (at the fitted K).
         """
-        P = self._assign_new(X)  # checks the fit first
-        return self._relabel[P.argmax(axis=1)].astype(np.int64)
+        P, perm = self._assign_new(X, n_clusters)  # checks the fit first
+        if self._other_k(n_clusters) is not None:  # ties to the lower label, as predict_proba's argmax
+            return P[:, perm].argmax(axis=1).astype(np.int64)
+        return np.argsort(perm)[P.argmax(axis=1)].astype(np.int64)  # as labels_ breaks ties
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, n_clusters=None):
         """Soft assignment of new rows to the fitted clusters (the fitted context and K), as ``probabilities_``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features_in_) or DataFrame
             Same columns as in ``fit``.
+        n_clusters : int, optional
+            Another K to read, as in :meth:`predict`.
 
         Returns
         -------
-        proba : ndarray of float64, shape (n_samples, n_clusters_)
+        proba : ndarray of float64, shape (n_samples, n_clusters_) (n_clusters columns when given)
             Each row sums to 1; column j is cluster j of ``labels_`` and of :meth:`predict`. For n_samples <=
             n_context, ``predict_proba(X)`` on the fitted rows reproduces ``probabilities_``.
         """
-        P = self._assign_new(X)  # checks the fit first
-        return P[:, np.argsort(self._relabel)]
+        P, perm = self._assign_new(X, n_clusters)  # checks the fit first
+        return P[:, perm]
 
-    def _assign_new(self, X) -> np.ndarray:
-        """The network's soft assignment (n_samples, n_clusters_) of new rows, its clusters in the network's order
-        (``_relabel`` maps them to ``labels_``)."""
+    def _assign_new(self, X, n_clusters=None) -> tuple[np.ndarray, np.ndarray]:
+        """The soft assignment of new rows (n_samples, components), its components in the fit's order, and the
+        permutation that numbers them (``P[:, perm]``: column j is label j)."""
         check_is_fitted(self)
         self._validate_params()  # set_params may have changed them since fit
+        k = self._other_k(n_clusters)
         _check_feature_names(self, X, reset=False)
         frame = as_frame(X)
         if frame.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
         Z, _ = self.preprocessor_.transform(frame)
+        if k is not None:
+            return self._assign_at(Z, k)
         P = self._assign_rows(Z)
         shares = getattr(self, "_shares", None)  # None: fitted before empty rows were set apart
         if shares is not None and self._empty_rows_apart:
             P[self.preprocessor_.empty_rows(frame)] = self._kept_columns(shares[None])[0]
-        return P
+        return P, np.argsort(self._relabel)
+
+    def _other_k(self, n_clusters) -> int | None:
+        """``predict``'s ``n_clusters`` checked: None where it asks for the fitted K, else the other K."""
+        if n_clusters is None:
+            return None
+        if isinstance(n_clusters, (bool, np.bool_)) or not isinstance(n_clusters, Integral):
+            raise ValueError(f"n_clusters must be an integer K, got {n_clusters!r}")
+        k = int(n_clusters)
+        if k == self.k_chosen_:
+            return None
+        candidates = getattr(self, "_candidates", None)
+        if candidates is None:
+            raise ValueError(f"this fit was given n_clusters={self.n_clusters}, so it holds no partition at another "
+                             f"K; fit with n_clusters=None (K chosen) to read every K's, or fit again with "
+                             f"n_clusters={k}.")
+        if not 2 <= k <= candidates.k_hi:
+            raise ValueError(f"n_clusters={k} is outside the K this fit weighed (2..{candidates.k_hi}); pass one of "
+                             "those, or fit again with n_clusters.")
+        return k
+
+    def _assign_at(self, Z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``Z`` assigned to the partition at candidate K = ``k`` (``_other_k``), and the permutation that
+        numbers its components by their first row in the context."""
+        c = self._candidates
+        if c.bic is not None:  # BIC's own mixture at that K
+            centroids = c.bic.mixtures[k]
+        elif self.refine == "gmm":  # as fit refines a chosen candidate
+            centroids = mixture_refinement(c.rows, c.labels[k - 2], k,
+                                           None if c.mixtures is None else c.mixtures[k - 2])[1]
+        elif self.refine == "kmeans":
+            centroids = c.refined[k - 2]  # None where the network's partition was kept
+        else:
+            centroids = None
+        if centroids is not None:
+            P = self._refined_proba(Z, self._cat_mask, centroids)
+            first = self._refined_proba(self._context_X, self._cat_mask, centroids).argmax(axis=1)
+        else:  # the network assigns, its orderings matched at that K
+            net, sha = self._network(default_checkpoint_path() if self._fitted_checkpoint is None
+                                     else self._fitted_checkpoint, self._resolve_device())
+            if sha != self._fitted_sha:
+                raise ValueError("the checkpoint is not the one fitted with: it changed since fit; fit again.")
+            context = net.open_context(self._context_X, self._cat_mask, self._orders)
+            P = self._assign(context, Z, k, c.perms[:, k - 2, :k])
+            first = c.network_labels[k - 2]
+        seen, where = np.unique(first, return_index=True)
+        order = list(seen[np.argsort(where)])
+        return P, np.array(order + [j for j in range(k) if j not in order])
 
     def _assign_rows(self, Z: np.ndarray) -> np.ndarray:
         """``_assign_new``'s soft assignment of the preprocessed rows ``Z``."""
@@ -740,14 +826,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             cache[key] = (net, weights_sha256(net.state_dict()))
         return cache[key]
 
-    def _refined_proba(self, Z: np.ndarray, cat_mask: np.ndarray) -> np.ndarray:
-        """Soft assignment (n, n_clusters_) of preprocessed rows to the refined means, ``batch_rows`` at a time
-        (bounds the one-hot design's memory)."""
-        k = self._centroids.means.shape[0]
-        out = np.empty((len(Z), k), np.float64)
+    def _refined_proba(self, Z: np.ndarray, cat_mask: np.ndarray, centroids=None) -> np.ndarray:
+        """Soft assignment (n, components) of preprocessed rows to the refined means (``centroids``, default the
+        fitted ones), ``batch_rows`` at a time (bounds the one-hot design's memory)."""
+        centroids = self._centroids if centroids is None else centroids
+        out = np.empty((len(Z), centroids.means.shape[0]), np.float64)
         for start in range(0, len(Z), self.batch_rows):
             block = design(Z[start : start + self.batch_rows], cat_mask, self._widths)
-            out[start : start + len(block)] = self._centroids.probabilities(block)
+            out[start : start + len(block)] = centroids.probabilities(block)
         return out
 
     def _kept_columns(self, P: np.ndarray) -> np.ndarray:
@@ -759,7 +845,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         total = Q.sum(axis=1, keepdims=True)
         return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)
 
-    def _assign(self, context: ContextInference, X_rows: np.ndarray, k: int) -> np.ndarray:
+    def _assign(self, context: ContextInference, X_rows: np.ndarray, k: int, perms: np.ndarray | None = None
+                ) -> np.ndarray:
         """Soft assignment (m, k) of ``X_rows`` as non-context rows of ``context``, ``batch_rows`` rows per pass,
-        every member's clusters matched to the first's (``self._perms``) and averaged."""
-        return average_matched(context.assign(X_rows, k, self.batch_rows), self._perms)
+        every member's clusters matched to the first's (``perms``, default the fitted K's ``self._perms``) and
+        averaged."""
+        return average_matched(context.assign(X_rows, k, self.batch_rows), self._perms if perms is None else perms)

@@ -28,7 +28,7 @@ everywhere lost on coarse tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -109,6 +109,7 @@ class BicChoice:
     bic: np.ndarray
     scores: np.ndarray
     probabilities: np.ndarray
+    mixtures: dict[int, FullMixture] = field(default_factory=dict)  # K -> its mixture, every K fitted
 
 
 def classification_entropy(X: np.ndarray, mixture: FullMixture) -> float:
@@ -140,7 +141,8 @@ def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float 
             bic[i] += 2.0 * classification_entropy(X, best[1])
     j = int(np.argmin(bic))
     scores = -0.5 * bic / n
-    return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, bic_probabilities(scores, n, temperature))
+    return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, bic_probabilities(scores, n, temperature),
+                     {int(k): fit[1] for k, fit in zip(ks, fits)})
 
 
 def top_margin(scores: np.ndarray, n: np.ndarray | int) -> np.ndarray:
