@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from model.cells import checked_codes
 from model.ensemble import DEFAULT_N_ESTIMATORS
 from model.power import DEFAULT_POWER_TRANSFORM, power_transform_setting
-from model.cells import checked_codes
 from model.preprocessing import DEFAULT_IMPUTE, IMPUTE
 from model.refinement import DEFAULT_REFINE, REFINES
 from model.screening import DEFAULT_SCREEN_NOISE, screen_noise_setting
