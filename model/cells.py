@@ -75,18 +75,21 @@ def each_distinct(fn, cells: np.ndarray) -> np.ndarray:
     return np.array([seen[value] for value in cells], dtype=object)
 
 
-def read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Object values -> (numbers, formatted, unread): float64 (NaN where missing or not a number), which cells were
-    formatted numbers (:func:`formatted_number`), and which present cells are neither a number nor a formatted one."""
+def read_numbers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Object values -> (numbers, formatted, markers, words): float64 (NaN where missing or not a number), which
+    cells were formatted numbers (:func:`formatted_number`), which present cells are missing-value markers
+    (:func:`is_missing_marker`), and which present cells are none of these."""
     parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(np.float64, copy=True)
     unread = np.isnan(parsed) & ~pd.isna(values)
     formatted = np.zeros(len(values), bool)
+    markers = np.zeros(len(values), bool)
     if unread.any():
         read = each_distinct(formatted_number, values[unread]).astype(np.float64)
         formatted[unread] = ~np.isnan(read)
         parsed[formatted] = read[~np.isnan(read)]
         unread &= ~formatted
-    return parsed, formatted, unread
+        markers[unread] = each_distinct(is_missing_marker, values[unread]).astype(bool)
+    return parsed, formatted, markers, unread & ~markers
 
 
 def checked_codes(codes: Any) -> tuple:
@@ -160,18 +163,17 @@ def classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, 
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
     if kinds and all(issubclass(k, (bool, np.bool_)) for k in kinds):
         return True, values, ()
-    parsed, formatted, failed = read_numbers(values)
-    if not (formatted.any() or failed.any()):
+    parsed, formatted, marked, words = read_numbers(values)
+    if not (formatted.any() or marked.any() or words.any()):
         return False, parsed, ()
-    marked = each_distinct(is_missing_marker, values[failed]).astype(bool)
-    if marked.all() and failed.sum() < (~missing).sum():  # numbers, and markers of a missing value beside them
+    if not words.any() and marked.sum() < (~missing).sum():  # numbers, and markers of a missing value beside them
         if formatted.any():
             warnings.warn(f"{label}: formatted numbers (e.g. {str(values[formatted][0])!r}, {int(formatted.sum())} "
                           "cells) read as numbers, their currency signs, thousands commas and percent signs dropped.",
                           UserWarning, stacklevel=user_stacklevel())
-        if not failed.any():
+        if not marked.any():
             return False, parsed, ()
-        found, counts = np.unique(values[failed].astype(str), return_counts=True)
+        found, counts = np.unique(values[marked].astype(str), return_counts=True)
         found = [str(v) for v in found]
         named = ", ".join(f"{v!r} ({c} cell{'s' if c > 1 else ''})" for v, c in zip(found, counts))
         warnings.warn(f"{label}: {named} read as missing, as the column's other values are numbers; write a "
@@ -179,7 +181,7 @@ def classify_objects(values: np.ndarray, label: str) -> tuple[bool, np.ndarray, 
                       "cluster on those strings.", UserWarning, stacklevel=user_stacklevel())
         return False, parsed, tuple(found)
     if any(not issubclass(k, str) for k in kinds):
-        bad = values[np.flatnonzero(failed)[~marked][0]]
+        bad = values[np.flatnonzero(words)[0]]
         raise ValueError(f"{label} mixes numbers with non-numeric strings (e.g. {bad!r}); replace those "
                          "strings with NaN if they mean 'missing', or cast the column to 'category' to treat it "
                          "as categorical.")

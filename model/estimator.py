@@ -685,8 +685,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         labels : ndarray of int64, shape (n_samples,)
             The argmax of :meth:`predict_proba`, numbered as ``labels_`` (at the fitted K).
         """
-        P, perm = self._assign_new(X, n_clusters)  # checks the fit first
-        if self._other_k(n_clusters) is not None:  # ties to the lower label, as predict_proba's argmax
+        P, perm, other_k = self._assign_new(X, n_clusters)  # checks the fit first
+        if other_k:  # ties to the lower label, as predict_proba's argmax
             return P[:, perm].argmax(axis=1).astype(np.int64)
         return np.argsort(perm)[P.argmax(axis=1)].astype(np.int64)  # as labels_ breaks ties
 
@@ -706,12 +706,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             Each row sums to 1; column j is cluster j of ``labels_`` and of :meth:`predict`. For n_samples <=
             n_context, ``predict_proba(X)`` on the fitted rows reproduces ``probabilities_``.
         """
-        P, perm = self._assign_new(X, n_clusters)  # checks the fit first
+        P, perm, _ = self._assign_new(X, n_clusters)  # checks the fit first
         return P[:, perm]
 
-    def _assign_new(self, X, n_clusters=None) -> tuple[np.ndarray, np.ndarray]:
-        """The soft assignment of new rows (n_samples, components), its components in the fit's order, and the
-        permutation that numbers them (``P[:, perm]``: column j is label j)."""
+    def _assign_new(self, X, n_clusters=None) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The soft assignment of new rows (n_samples, components), its components in the fit's order, the
+        permutation that numbers them (``P[:, perm]``: column j is label j), and whether it is at another K than
+        the fitted one."""
         check_is_fitted(self)
         self._validate_params()  # set_params may have changed them since fit
         k = self._other_k(n_clusters)
@@ -722,12 +723,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                              f"{self.n_features_in_} features as input.")
         Z, _ = self.preprocessor_.transform(frame)
         if k is not None:
-            return self._assign_at(Z, k)
+            return (*self._assign_at(Z, k), True)
         P = self._assign_rows(Z)
         shares = getattr(self, "_shares", None)  # None: fitted before empty rows were set apart
         if shares is not None and self._empty_rows_apart:
             P[self.preprocessor_.empty_rows(frame)] = self._kept_columns(shares[None])[0]
-        return P, np.argsort(self._relabel)
+        return P, np.argsort(self._relabel), False
 
     def _other_k(self, n_clusters) -> int | None:
         """``predict``'s ``n_clusters`` checked: None where it asks for the fitted K, else the other K."""

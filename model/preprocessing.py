@@ -713,9 +713,7 @@ class TablePreprocessor:
     def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
         """A fitted numeric column's values as float64; formatted numbers (``"$1,234"``) read as numbers and
         missing-value markers (``"?"``) as NaN, as in fit."""
-        parsed, _, failed = read_numbers(values)
-        if failed.any():
-            failed[failed] = ~each_distinct(is_missing_marker, values[failed]).astype(bool)
+        parsed, _, _, failed = read_numbers(values)
         if failed.any():
             raise ValueError(f"{label} is numeric but holds the non-numeric value "
                              f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model.cells import is_missing_marker, read_numbers
+from model.cells import read_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -141,14 +141,11 @@ def check_text_column(col: pd.Series) -> None:
     if present.empty:
         return
     values = present.astype(str).to_numpy(object)
-    _, _, unread = read_numbers(values)  # as the estimator reads them: numbers, formatted ones too
-    if not unread.any():
+    _, _, markers, words = read_numbers(values)  # as the estimator reads them: numbers, formatted ones too
+    unread = markers | words
+    if not unread.any() or (not unread.all() and not words.any()):
         return
-    marked = np.array([is_missing_marker(v) for v in values[unread]], bool)
-    if not unread.all() and marked.all():
-        return
-    words = values[unread][~marked]  # (none: markers alone, a text column of them)
-    example = (words if len(words) else values[unread])[0][:40]
+    example = values[words if words.any() else unread][0][:40]  # (no words: markers alone, a text column of them)
     if 1.0 - unread.mean() >= 0.5:
         raise TableError(f"column {col.name!r} is numeric but holds non-numeric strings (e.g. {example!r}); "
                          "write missing values as empty cells or NaN, or cast the column to 'category'")
