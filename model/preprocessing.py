@@ -123,6 +123,7 @@ class _Column:
     fenced: int = 0  # numeric: values of the fitted table read at a fence
     codes: tuple = ()  # numeric: values in nines shared far beyond the column, likely codes for a missing value
     markers: tuple = ()  # numeric: the strings among its numbers read as missing (``"?"``), as fitted
+    decimal: str = "."  # numeric: the decimal mark of its numbers written as text (``"1.234,5"``: ","), as fitted
 
     @property
     def center(self) -> float:
@@ -605,11 +606,11 @@ class TablePreprocessor:
         return self
 
     def _fit_column(self, series: pd.Series, j: int, label: str) -> _Column | str:
-        categorical, values, markers = self._column_values(series, label, fitted=None)
+        categorical, values, markers, decimal = self._column_values(series, label, fitted=None)
         if categorical:
             return self._fit_categorical(series, values, j, label)
         col = self._fit_numeric(values, j, label, self.clip_fences, self.fence_max_share)
-        return dataclasses.replace(col, markers=markers) if markers and isinstance(col, _Column) else col
+        return dataclasses.replace(col, markers=markers, decimal=decimal) if isinstance(col, _Column) else col
 
     @staticmethod
     def _fit_numeric(values: np.ndarray, j: int, label: str, fences: float | None = None,
@@ -678,42 +679,48 @@ class TablePreprocessor:
         return _Column(j, label, True, fill=fill, categories=tuple(order), other_code=other)
 
     def _column_values(self, series: pd.Series, label: str, fitted: _Column | None
-                       ) -> tuple[bool, np.ndarray, tuple[str, ...]]:
-        """One input column -> (categorical?, values, markers): float64 for numeric (a missing-value marker among
-        numbers as NaN, :func:`model.cells.is_missing_marker`), object array for categorical; ``markers``: the
-        strings read as missing (found at fit only).
+                       ) -> tuple[bool, np.ndarray, tuple[str, ...], str]:
+        """One input column -> (categorical?, values, markers, decimal): float64 for numeric (a missing-value marker
+        among numbers as NaN, :func:`model.cells.is_missing_marker`), object array for categorical; ``markers``: the
+        strings read as missing (found at fit only); ``decimal``: the decimal mark of numbers written as text.
 
-        With ``fitted`` (transform), the fitted type is imposed instead of inferred.
+        With ``fitted`` (transform), the fitted type and decimal mark are imposed instead of inferred.
         """
         dtype = series.dtype
         markers: tuple[str, ...] = ()
+        decimal = "." if fitted is None else fitted.decimal
         if fitted is not None and fitted.categorical:
-            return True, series.to_numpy(object), markers
+            return True, series.to_numpy(object), markers, decimal
         if pd.api.types.is_complex_dtype(dtype):
             raise ValueError(f"{label}: Complex data not supported; pass real-valued features.")
         if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
             if fitted is None:
-                return True, series.to_numpy(object), markers
-            values = self._parse_numeric(series.to_numpy(object), label)
+                return True, series.to_numpy(object), markers, decimal
+            values = self._parse_numeric(series.to_numpy(object), label, decimal)
         elif pd.api.types.is_numeric_dtype(dtype):
             values = series.to_numpy(np.float64, na_value=np.nan)
         elif pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
             values = series.to_numpy(object)
             if fitted is not None:
-                values = self._parse_numeric(values, label)
+                values = self._parse_numeric(values, label, decimal)
             else:
-                categorical, values, markers = classify_objects(values, label)
+                categorical, values, markers, decimal = classify_objects(values, label)
                 if categorical:
-                    return True, values, markers
+                    return True, values, markers, decimal
+        elif pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
+            kind = "dates" if pd.api.types.is_datetime64_any_dtype(dtype) else "durations"
+            raise ValueError(f"{label} holds {kind} ({dtype}), which have no scale to cluster on; drop it, or turn it "
+                             f"into numbers of the unit that matters (e.g. days: (x - x.min()) / pd.Timedelta(days=1)) "
+                             "or into a 'category' (e.g. x.dt.month).")
         else:
             raise ValueError(f"{label} has unsupported dtype {dtype}; convert it to numbers or 'category'.")
-        return False, _finite(values, label), markers
+        return False, _finite(values, label), markers, decimal
 
     @staticmethod
-    def _parse_numeric(values: np.ndarray, label: str) -> np.ndarray:
-        """A fitted numeric column's values as float64; formatted numbers (``"$1,234"``) read as numbers and
-        missing-value markers (``"?"``) as NaN, as in fit."""
-        parsed, _, _, failed = read_numbers(values)
+    def _parse_numeric(values: np.ndarray, label: str, decimal: str = ".") -> np.ndarray:
+        """A fitted numeric column's values as float64; formatted numbers (``"$1,234"``) read as numbers with the
+        column's fitted decimal mark and missing-value markers (``"?"``) as NaN, as in fit."""
+        parsed, _, _, failed, _ = read_numbers(values, decimal)
         if failed.any():
             raise ValueError(f"{label} is numeric but holds the non-numeric value "
                              f"{values[np.flatnonzero(failed)[0]]!r}; replace it with a number or NaN.")
@@ -755,7 +762,7 @@ class TablePreprocessor:
         block = _numeric_block(frame)
         for i, col in enumerate(columns):
             if block is None or col.categorical:
-                categorical, values, _ = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
+                categorical, values, *_ = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
             else:
                 categorical, values = False, _finite(block[:, col.index], col.name)
             if categorical:

@@ -141,7 +141,7 @@ def check_text_column(col: pd.Series) -> None:
     if present.empty:
         return
     values = present.astype(str).to_numpy(object)
-    _, _, markers, words = read_numbers(values)  # as the estimator reads them: numbers, formatted ones too
+    _, _, markers, words, _ = read_numbers(values)  # as the estimator reads them: numbers, formatted ones too
     unread = markers | words
     if not unread.any() or (not unread.all() and not words.any()):
         return

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model.cells import formatted_number
+from model.cells import decimal_mark, formatted_number
 from model.preprocessing import IDENTIFIER, TablePreprocessor
 
 
@@ -76,6 +76,43 @@ def test_formatted_numbers_are_read_as_their_numbers(text, number):
 @pytest.mark.parametrize("text", ["1,23", "1.234,5", "--3", "$-(3)", "abc", "12 kg", "$", "%", "1,2345", ""])
 def test_strings_that_are_not_formatted_numbers_are_not_read_as_numbers(text):
     assert np.isnan(formatted_number(text))
+
+
+@pytest.mark.parametrize(("text", "number"), [("1.234,5", 1234.5), ("825,68", 825.68), ("1.234.567", 1234567.0),
+                                              ("-1.427,17", -1427.17), ("12,5%", 12.5), ("1 234,50 €", 1234.5),
+                                              ("1\u202f234,5", 1234.5), ("(1.234,5)", -1234.5), ("1.234", 1234.0)])
+def test_numbers_written_with_a_decimal_comma_are_read_as_their_numbers(text, number):
+    assert formatted_number(text, decimal=",") == pytest.approx(number, rel=1e-12)
+
+
+@pytest.mark.parametrize("text", ["1,234.5", "1.5", "1.2.3", "12,34,5", "1.2345,6", "€1€", ""])
+def test_strings_that_are_no_decimal_comma_numbers_are_not_read_with_one(text):
+    assert np.isnan(formatted_number(text, decimal=","))
+
+
+@pytest.mark.parametrize(("texts", "mark"), [(["1.234,5", "825,68", "?"], ","), (["1.234.567", "12"], ","),
+                                             (["1,234", "2,500"], "."), (["1.5", "825,68"], "."),
+                                             (["$1,234.50", "3"], "."), (["a", "b"], ".")])
+def test_a_columns_decimal_mark_is_the_comma_only_when_some_cell_reads_only_with_it(texts, mark):
+    assert decimal_mark(np.array(texts, dtype=object)) == mark
+
+
+def test_a_column_written_with_decimal_commas_is_numeric_and_new_rows_are_read_the_same_way():
+    plain = pd.DataFrame({"price": [1427.17, 825.68, np.nan, 12000.0, 5.25, -700.0], "x": [1.0, 2, 3, 4, 5, 9]})
+    written = plain.assign(price=["1.427,17", "825,68", "?", "12.000", "5,25", "-700"])  # a German spreadsheet's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pre = TablePreprocessor().fit(written)
+    said = [str(w.message) for w in caught]
+    assert any(m.startswith("column 'price': numbers written with a decimal comma (e.g. '1.427,17', 5 cells)")
+               for m in said), said
+    assert not pre.cat_mask_.any() and pre.missing_markers_ == {"column 'price'": ["?"]}
+    np.testing.assert_array_equal(pre.transform(written)[0], TablePreprocessor().fit(plain).transform(plain)[0])
+    # new rows whose cells alone would read with a point ("1.500") are read with the column's fitted comma
+    np.testing.assert_array_equal(pre.transform(pd.DataFrame({"price": ["1.500"], "x": [1.0]}))[0],
+                                  pre.transform(pd.DataFrame({"price": [1500.0], "x": [1.0]}))[0])
+    with pytest.raises(ValueError, match=r"column 'price' is numeric but holds the non-numeric value '1,234.5'"):
+        pre.transform(pd.DataFrame({"price": ["1,234.5"], "x": [1.0]}))
 
 
 def test_a_column_of_formatted_numbers_is_numeric_with_a_warning():
@@ -702,3 +739,10 @@ def test_fence_max_share_fences_a_few_gross_values_but_not_a_far_group():
     assert np.isfinite(both.columns_[1].high)  # without the share, the far group is fenced too
     with pytest.raises(ValueError, match="fence_max_share must be None or in"):
         TablePreprocessor(fence_max_share=1.5)
+
+
+@pytest.mark.parametrize(("column", "kind"), [(pd.date_range("2020-01-01", periods=6), "dates"),
+                                              (pd.to_timedelta(np.arange(6), unit="s"), "durations")])
+def test_a_column_of_dates_or_durations_is_refused_saying_how_to_make_it_clusterable(column, kind):
+    with pytest.raises(ValueError, match=rf"column 'when' holds {kind} \(.*\).*drop it, or turn it into numbers"):
+        TablePreprocessor().fit(pd.DataFrame({"when": column, "x": np.arange(6.0)}))

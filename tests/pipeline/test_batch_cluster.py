@@ -125,6 +125,26 @@ def test_a_csv_tables_separator_and_decimal_mark_are_read_off_its_header(tmp_pat
     assert list(table.columns) == columns and table.iloc[0].tolist() == first
 
 
+def test_a_european_export_with_thousands_points_is_clustered_as_its_numbers(tmp_path):
+    from model.preprocessing import TablePreprocessor
+
+    plain = _blobs(60, seed=2)
+    path = tmp_path / "t.csv"
+    with open(path, "w", encoding="utf-8") as fh:  # "1.234,56", "825,68": pandas leaves such a column as text
+        fh.write("a;b;label\n")
+        for a, b, label in plain[["a", "b", "label"]].itertuples(index=False):
+            fh.write(f"{a * 1000:,.2f}".translate(str.maketrans(",.", ".,")) + f";{b:.3f}".replace(".", ",")
+                     + f";{label}\n")
+    table = read_table(path)
+    assert not pd.api.types.is_numeric_dtype(table["a"]) and any("." in v and "," in v for v in table["a"])
+    features, _ = prepare_features(table, label_column="label")  # numbers, not free text
+    with pytest.warns(UserWarning, match="column 'a': numbers written with a decimal comma"):
+        read = TablePreprocessor().fit(features)
+    expected = plain[["a", "b"]].assign(a=(plain["a"] * 1000).round(2), b=plain["b"].round(3))
+    np.testing.assert_allclose(read.transform(features)[0], TablePreprocessor().fit(expected).transform(expected)[0],
+                               atol=1e-5)
+
+
 def test_a_csv_in_windows_encoding_is_read_with_its_accents_and_euro_signs(tmp_path):
     path = tmp_path / "t.csv"
     path.write_bytes("ville;prix\nOrléans;€1,5\nParis;€3\n".encode("cp1252"))  # an Excel export on Windows
