@@ -7,7 +7,8 @@ a failed summary row with the reason and never stops the batch. A table whose wo
 memory, its node lost) is tried again on another worker, ``max_retries`` times; only one that kills its worker on
 every try is a failed row, saying so.
 
-Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster`` and ``prob_0..prob_{K-1}``) and
+Outputs in ``output_dir``: ``<table>.parquet`` (the input rows plus ``cluster``, ``prob_0..prob_{K-1}`` and, where K
+was chosen, ``cluster_next``: the partition at the next most probable K, ``k_next`` in the summary) and
 ``summary.csv`` with one row per table (see :data:`SUMMARY_COLUMNS`; ``node_id`` is the Ray node whose worker
 clustered the table, empty for a table that failed before any worker finished it). The driver writes every file,
 so with ``ray job submit`` they land on the head node; the input paths must be readable by the workers. The
@@ -46,7 +47,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_DIR = REPO_ROOT / "data" / "demo"
 DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
-SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_posterior",
+#: The output's partition at the next most probable K (``k_next`` in the summary), where K was chosen
+OUTPUT_NEXT_COLUMN = "cluster_next"
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_next", "k_next_probability",
+                   "k_posterior",
                    "structure_score", "ignored_columns", "empty_rows", "fenced_values", "likely_codes",
                    "missing_markers", "seconds", "ari", "nmi", "error", "path", "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
@@ -186,7 +190,7 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
-            "k_probability": None, "k_posterior": None, "structure_score": None, "ignored_columns": None,
+            "k_probability": None, "k_next": None, "k_next_probability": None, "k_posterior": None, "structure_score": None, "ignored_columns": None,
             "empty_rows": None, "fenced_values": None, "likely_codes": None, "missing_markers": None,
             "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
 
@@ -226,11 +230,13 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
         rows, columns = frame.shape
         features, truth = prepare_features(frame, label_column=label_column, ignore_columns=ignore_columns,
                                            max_columns=max_columns)
-        taken = [c for c in frame.columns if c == OUTPUT_CLUSTER_COLUMN or str(c).startswith("prob_")]
+        taken = [c for c in frame.columns if c in (OUTPUT_CLUSTER_COLUMN, OUTPUT_NEXT_COLUMN)
+                 or str(c).startswith("prob_")]
         if taken:
             raise TableError(f"the table already has column(s) {taken[:3]} that the output adds (cluster, "
-                             "prob_<k>); rename or drop them")
+                             "cluster_next, prob_<k>); rename or drop them")
         est = estimator.fit(features)
+        k_next, next_labels = _next_partition(est, features)
     except (TableError, ValueError, TypeError) as exc:
         return _failed_row(name, path, str(exc), time.perf_counter() - start, rows, columns), None
     except MemoryError:
@@ -244,11 +250,15 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     out[OUTPUT_CLUSTER_COLUMN] = labels
     for k in range(probs.shape[1]):
         out[f"prob_{k}"] = probs[:, k].astype(np.float32)
+    if next_labels is not None:
+        out[OUTPUT_NEXT_COLUMN] = next_labels
     posterior = getattr(est, "k_posterior_", None) or {}
     score = float(getattr(est, "structure_score_", np.nan))  # NaN unless allow_single_cluster tested the table
-    chosen = (getattr(est, "k_probabilities_", None) or {}).get(int(est.k_chosen_))  # a calibrated ranker's
+    k_probs = getattr(est, "k_probabilities_", None) or {}  # a calibrated ranker's
+    chosen = k_probs.get(int(est.k_chosen_))
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
            "k_probability": None if chosen is None else round(float(chosen), 6),
+           "k_next": k_next, "k_next_probability": None if k_next is None else round(float(k_probs[k_next]), 6),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),
            "structure_score": round(score, 4) if np.isfinite(score) else None,
            "ignored_columns": json.dumps(sorted([*est.preprocessor_.dropped_, *ignored])),
@@ -261,6 +271,20 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     if truth is not None:
         row.update(_score(truth, labels))
     return row, out
+
+
+def _next_partition(est, features: pd.DataFrame) -> tuple[int | None, np.ndarray | None]:
+    """The next most probable K after the chosen one (``k_probabilities_``; the smaller K on a tie) and the table's
+    partition at it (``predict(n_clusters=)``: the candidate the fit weighed), or (None, None) where the fit gave no
+    probabilities over K (K given, or a checkpoint without a K ranker) or no other K was admissible (a table of
+    few rows). After a one-cluster answer
+    (``allow_single_cluster``), the most probable K."""
+    k_probs = getattr(est, "k_probabilities_", None) or {}
+    chosen = int(est.k_chosen_)
+    others = sorted((k for k, p in k_probs.items() if k != chosen and p > 0), key=lambda k: (-k_probs[k], k))
+    if not others:
+        return None, None
+    return int(others[0]), est.predict(features, n_clusters=others[0])
 
 
 def _score(truth: pd.Series, labels: np.ndarray) -> dict:

@@ -279,6 +279,31 @@ def test_the_summary_carries_the_networks_posterior_over_k(tmp_path, tiny_checkp
                                                            abs=1e-6)
 
 
+def test_the_output_holds_the_partition_at_the_next_most_probable_k(tmp_path, tiny_checkpoint):
+    from model import TabClustPFN
+
+    df = _blobs(60, seed=0)
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    row, out = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "t", label_column="label")
+    fresh = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit(df.drop(columns="label"))
+    ranked = sorted(fresh.k_probabilities_, key=lambda k: -fresh.k_probabilities_[k])
+    assert ranked[0] == fresh.k_chosen_ == row["n_clusters"]  # the table's K; the runner-up is the next
+    assert row["k_next"] == ranked[1] and row["k_next_probability"] == pytest.approx(
+        fresh.k_probabilities_[ranked[1]], abs=1e-6)
+    np.testing.assert_array_equal(out["cluster_next"].to_numpy(),
+                                  fresh.predict(df.drop(columns="label"), n_clusters=ranked[1]))
+    assert out["cluster_next"].nunique() == ranked[1]
+    given, out = cluster_table(load_estimator(tiny_checkpoint, 2, 0), path, "t", label_column="label")
+    assert given["k_next"] is None and given["k_next_probability"] is None and "cluster_next" not in out
+    df.head(3).to_csv(path, index=False)  # 3 rows: K = 2 is the only K a fit can weigh
+    alone, out = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "t", label_column="label")
+    assert alone["status"] == "ok" and alone["k_next"] is None and "cluster_next" not in out
+    df.assign(cluster_next=0).to_csv(path, index=False)
+    taken, _ = cluster_table(load_estimator(tiny_checkpoint, None, 0), path, "t", label_column="label")
+    assert taken["status"] == "failed" and "cluster_next" in taken["error"]
+
+
 def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpoint):
     path = tmp_path / "t.csv"
     _blobs().to_csv(path, index=False)
@@ -574,8 +599,10 @@ def test_run_batch_reports_bad_tables_and_completes_the_rest(ray_local, table_di
         assert not (out_dir / f"{name}.parquet").exists()
     for name in ("good", "mixed"):
         out = pd.read_parquet(out_dir / f"{name}.parquet")
-        k = int(summary.set_index("table").at[name, "n_clusters"])
-        assert list(out.columns[-(k + 1):]) == ["cluster"] + [f"prob_{j}" for j in range(k)]
+        k, k_next = summary.set_index("table").loc[name, ["n_clusters", "k_next"]]
+        added = ["cluster"] + [f"prob_{j}" for j in range(int(k))] + ([] if pd.isna(k_next) else ["cluster_next"])
+        assert list(out.columns[-len(added):]) == added
+        k = int(k)
         assert len(out) == 60 and out["cluster"].between(0, k - 1).all()
         np.testing.assert_allclose(out[[f"prob_{j}" for j in range(k)]].sum(axis=1), 1.0, atol=1e-4)
     assert summary.set_index("table").loc[["good", "mixed"], "ari"].notna().all()
