@@ -93,6 +93,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+#: Columns printed for every table; the summary's others only where some table has something to say in them
+ALWAYS_PRINTED = ("table", "status", "rows", "columns", "n_clusters", "seconds")
+#: What a summary cell holds when there is nothing to say: no value, no column, no per-column reading
+_NOTHING = ("", "[]", "{}")
+
+
+def printed_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary.csv``'s rows as printed: without the file paths, CIN's posterior and the node ids, and without
+    the columns in which no table has anything (no ignored column, no value read at a fence, ...), so the table a
+    first run prints fits a terminal; ``summary.csv`` keeps every column."""
+    shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
+    def says_nothing(column: str) -> bool:
+        return shown[column].map(lambda v: str(v) in _NOTHING or (column == "empty_rows" and v == 0)).all()
+
+    return shown[[c for c in shown.columns if c in ALWAYS_PRINTED or not says_nothing(c)]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -118,9 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
     with pd.option_context("display.max_columns", None, "display.width", 160, "display.max_colwidth", 70):
-        print(shown.to_string(index=False))
+        print(printed_summary(summary).to_string(index=False))
     n_failed = int((summary["status"] != "ok").sum())
     print(f"\n{len(summary) - n_failed} of {len(summary)} tables clustered; outputs and summary.csv in {args.output}")
     return 2 if n_failed else 0
