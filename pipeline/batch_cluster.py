@@ -190,7 +190,8 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
-            "k_probability": None, "k_next": None, "k_next_probability": None, "k_posterior": None, "structure_score": None, "ignored_columns": None,
+            "k_probability": None, "k_next": None, "k_next_probability": None, "k_posterior": None,
+            "structure_score": None, "ignored_columns": None,
             "empty_rows": None, "fenced_values": None, "likely_codes": None, "missing_markers": None,
             "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
 
