@@ -49,10 +49,10 @@ DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
 #: The output's partition at the next most probable K (``k_next`` in the summary), where K was chosen
 OUTPUT_NEXT_COLUMN = "cluster_next"
-SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_next", "k_next_probability",
-                   "k_posterior",
-                   "structure_score", "ignored_columns", "empty_rows", "fenced_values", "likely_codes",
-                   "missing_markers", "seconds", "ari", "nmi", "error", "path", "node_id"]
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_next",
+                   "k_next_probability", "k_posterior", "structure_score", "ignored_columns", "empty_rows",
+                   "fenced_values", "likely_codes", "missing_markers", "seconds", "ari", "nmi", "error", "path",
+                   "node_id"]
 #: Seconds the driver waits for a Ray worker to load the model while no worker is ready and tables are waiting;
 #: past it the job fails instead of waiting forever for CPUs the cluster does not free.
 ACTOR_START_TIMEOUT_S = 300.0
@@ -237,7 +237,6 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
             raise TableError(f"the table already has column(s) {taken[:3]} that the output adds (cluster, "
                              "cluster_next, prob_<k>); rename or drop them")
         est = estimator.fit(features)
-        k_next, next_labels = _next_partition(est, features)
     except (TableError, ValueError, TypeError) as exc:
         return _failed_row(name, path, str(exc), time.perf_counter() - start, rows, columns), None
     except MemoryError:
@@ -245,6 +244,11 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
                            time.perf_counter() - start, rows, columns), None
     labels = np.asarray(est.labels_)
     probs = np.asarray(est.probabilities_)
+    try:  # an extra: the table's own partition is not lost if it fails
+        k_next, next_labels = _next_partition(est, features)
+    except (ValueError, MemoryError) as exc:
+        logger.warning("table %s: no partition at the next most probable K (%s)", name, exc)
+        k_next = next_labels = None
     # the columns it was clustered without: those the estimator dropped (below), and those the job was told to ignore
     ignored = [f"column {c!r}" for c in frame.columns if c not in features.columns and c != label_column]
     out = frame.copy()
