@@ -25,7 +25,7 @@ from pipeline.tables import MAX_COLUMNS
 EPILOG = f"""exit status: 0 when every table was clustered, 2 when any table failed (its reason is in
 summary.csv and printed below) or an option is unusable (printed with the usage line, as argparse does),
 1 when the job could not run at all (no tables found, checkpoint missing). An MLflow problem is only a warning.
-Tables are refused when unreadable, empty, with one row, all missing, with a free-text column, or with more
+Tables are refused when unreadable, empty, with one row, all missing, with a free-text or dates column, or with more
 than --max-columns feature columns (default {MAX_COLUMNS}); the other tables still complete. A table whose worker
 process dies (out of memory, node lost) is tried again on another worker, --max-retries times."""
 

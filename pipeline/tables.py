@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import logging
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -151,9 +152,26 @@ def check_text_column(col: pd.Series) -> None:
                          "write missing values as empty cells or NaN, or cast the column to 'category'")
     levels = len(set(values))
     if levels > MAX_CATEGORY_LEVELS or levels > max(2, len(present) // 2):
+        if written_as_dates(values[unread]):
+            raise TableError(f"column {col.name!r} holds dates ({levels} distinct, e.g. {example!r}), which have no "
+                             f"scale to cluster on: drop it (the batch job: --ignore-columns {col.name}), or write "
+                             "it as numbers of the unit that matters (e.g. days since the first date)")
         raise TableError(f"column {col.name!r} holds free text ({levels} distinct strings, e.g. {example!r}); "
                          f"drop it (the batch job: --ignore-columns {col.name}), or encode it as a category with at "
                          f"most {MAX_CATEGORY_LEVELS} levels")
+
+
+def written_as_dates(texts: np.ndarray) -> bool:
+    """Whether nine in ten of the distinct strings are dates or times (``"2020-01-05"``, ``"01/05/2020 10:00"``,
+    ``"5 Jan 2020"``), each at least 6 characters with a digit (not ``"1-2"``)."""
+    distinct = pd.unique(pd.Series(texts, dtype=object).str.strip())
+    if len(distinct) == 0:
+        return False
+    with warnings.catch_warnings():  # pandas says when it guesses a format per value: that is what is asked
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(pd.Series(distinct), errors="coerce", format="mixed").notna().to_numpy()
+    shaped = np.array([len(t) >= 6 and any(ch.isdigit() for ch in t) for t in distinct], bool)
+    return bool((parsed & shaped).mean() >= 0.9)
 
 
 def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:

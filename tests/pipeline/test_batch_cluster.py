@@ -163,6 +163,15 @@ def test_prepare_features_keeps_columns_unchanged_and_splits_the_label():
         prepare_features(df, label_column="nope")
 
 
+@pytest.mark.parametrize("written", ["%Y-%m-%d", "%d/%m/%Y %H:%M", "%d %b %Y"])
+def test_a_column_of_dates_is_refused_as_dates_naming_the_option_that_leaves_it_out(written):
+    df = _blobs().assign(when=pd.date_range("2020-01-01", periods=60, freq="D").strftime(written))
+    with pytest.raises(TableError, match=r"column 'when' holds dates \(60 distinct, .*--ignore-columns when"):
+        prepare_features(df, label_column="label")
+    features, _ = prepare_features(df, label_column="label", ignore_columns=("when",))
+    assert "when" not in features
+
+
 def test_ignored_columns_are_kept_out_of_the_features_where_a_table_has_them():
     df = _blobs().assign(name=[f"customer {i}" for i in range(60)])
     with pytest.raises(TableError, match="'name' holds free text .* --ignore-columns name"):
