@@ -214,3 +214,11 @@ def select_k(probs: np.ndarray, posterior: np.ndarray, k_hi: int, rule: KSelecti
                          "table for values the preprocessing could not scale")
     best = np.flatnonzero(scores[:allowed] >= scores[:allowed].max() - 1e-12)
     return 2 + int(best[0]), scores
+
+
+def next_k(k_probabilities: dict[int, float] | None, chosen: int) -> int | None:
+    """The most probable K after ``chosen`` (``TabClustPFN.k_probabilities_``; the smaller K on a tie) among those
+    a fit weighed (probability above 0), or None where there is none (K given, or a table so small that no other
+    K is admissible)."""
+    others = [k for k, p in (k_probabilities or {}).items() if k != chosen and p > 0]
+    return min(others, key=lambda k: (-k_probabilities[k], k)) if others else None

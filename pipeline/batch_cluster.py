@@ -279,17 +279,13 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
 
 
 def _next_partition(est, features: pd.DataFrame) -> tuple[int | None, np.ndarray | None]:
-    """The next most probable K after the chosen one (``k_probabilities_``; the smaller K on a tie) and the table's
-    partition at it (``predict(n_clusters=)``: the candidate the fit weighed), or (None, None) where the fit gave no
-    probabilities over K (K given, or a checkpoint without a K ranker) or no other K was admissible (a table of
-    few rows). After a one-cluster answer
-    (``allow_single_cluster``), the most probable K."""
-    k_probs = getattr(est, "k_probabilities_", None) or {}
-    chosen = int(est.k_chosen_)
-    others = sorted((k for k, p in k_probs.items() if k != chosen and p > 0), key=lambda k: (-k_probs[k], k))
-    if not others:
-        return None, None
-    return int(others[0]), est.predict(features, n_clusters=others[0])
+    """The next most probable K after the chosen one (:func:`model.selection.next_k`) and the table's partition at
+    it (``predict(n_clusters=)``: the candidate the fit weighed), or (None, None) where there is none. After a
+    one-cluster answer (``allow_single_cluster``), the most probable K."""
+    from model.selection import next_k
+
+    k = next_k(getattr(est, "k_probabilities_", None), int(est.k_chosen_))
+    return (None, None) if k is None else (k, est.predict(features, n_clusters=k))
 
 
 def _score(truth: pd.Series, labels: np.ndarray) -> dict:

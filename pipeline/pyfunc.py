@@ -1,4 +1,5 @@
-"""The pretrained model as an MLflow pyfunc: ``predict(DataFrame)`` clusters the table and returns its labels.
+"""The pretrained model as an MLflow pyfunc: ``predict(DataFrame)`` clusters the table and returns its labels (with
+``params={"output": "details"}`` also its soft assignments, the probability of each K and the next K's partition).
 
 The artifact is the model-format checkpoint (``model.checkpoint.save_checkpoint``); the wrapper builds a
 ``model.TabClustPFN`` estimator on it. Clustering is transductive, so each ``predict`` call clusters the rows it is
@@ -66,8 +67,13 @@ def _other_estimator_params() -> tuple[tuple[str, str, Any], ...]:
     return tuple(extra)
 
 
-#: Every ``predict`` param: :data:`DECLARED_PARAMS` plus the estimator's other plain params.
+#: Every ``predict`` param that sets the estimator: :data:`DECLARED_PARAMS` plus the estimator's other plain params.
 PARAMS: tuple[tuple[str, str, Any], ...] = DECLARED_PARAMS + _other_estimator_params()
+#: What a response holds (the ``output`` param): the labels alone, or the labels with what the fit says of K
+#: (:func:`details`)
+OUTPUTS = ("labels", "details")
+#: The ``predict`` params that shape the response rather than set the estimator
+RESPONSE_PARAMS: tuple[tuple[str, str, Any], ...] = (("output", "string", OUTPUTS[0]),)
 #: Packages the model needs, pinned to the installed versions when it is logged.
 REQUIREMENTS = ("torch", "numpy", "pandas", "scikit-learn", "scipy", "mlflow")
 
@@ -87,8 +93,10 @@ class TabClustPFNPyfunc(mlflow.pyfunc.PythonModel):
         self._estimator.fit(np.random.default_rng(0).normal(size=(32, 2)))  # loads the network now, once
         self._lock = threading.Lock()
 
-    def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> np.ndarray:
-        """Cluster ``model_input`` (rows = samples) with the estimator ``params`` set; returns int labels (N,).
+    def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
+                ) -> np.ndarray | dict[str, Any]:
+        """Cluster ``model_input`` (rows = samples) with the estimator ``params`` set; returns int labels (N,), or
+        with ``params["output"] == "details"`` the labels and what the fit says of K (:func:`details`).
 
         Raises
         ------
@@ -100,14 +108,39 @@ class TabClustPFNPyfunc(mlflow.pyfunc.PythonModel):
 
         if not isinstance(model_input, pd.DataFrame):
             model_input = pd.DataFrame(model_input)
-        settings = estimator_params(params)
+        given = dict(params or {})
+        output = given.pop("output", RESPONSE_PARAMS[0][2])
+        if output not in OUTPUTS:
+            _refuse(f"param 'output' must be one of {list(OUTPUTS)}, got {output!r}")
+        settings = estimator_params(given)
         try:
             features, _ = prepare_features(model_input)  # the batch job's refusals, word for word
             with self._lock:
-                labels = self._estimator.set_params(**settings).fit(features).labels_
+                fitted = self._estimator.set_params(**settings).fit(features)
+                return details(fitted, features) if output == "details" else np.asarray(fitted.labels_)
         except (ValueError, TypeError) as exc:  # TableError and the estimator's refusals are ValueErrors
             _refuse(str(exc))
-        return np.asarray(labels)
+
+
+def details(fitted: Any, features: pd.DataFrame) -> dict[str, Any]:
+    """A fitted ``TabClustPFN``'s answer for the response ``output="details"``: ``labels``, ``n_clusters``,
+    ``probabilities`` (N x K soft assignments), ``k_probabilities`` (``{"2": p, ...}``; ``{}`` where K was given),
+    and the next most probable K with its partition from the same fit (``k_next``, ``labels_next``; None where
+    there is none: :func:`model.selection.next_k`)."""
+    from model.selection import next_k
+
+    k_probs = fitted.k_probabilities_ or {}
+    k, labels_next = next_k(k_probs, int(fitted.k_chosen_)), None
+    if k is not None:
+        try:  # an extra: the answer itself is not refused if it fails
+            labels_next = fitted.predict(features, n_clusters=k).tolist()
+        except ValueError as exc:
+            logger.warning("no partition at the next most probable K = %d (%s)", k, exc)
+            k = None
+    return {"labels": np.asarray(fitted.labels_).tolist(), "n_clusters": int(fitted.n_clusters_),
+            "probabilities": np.round(np.asarray(fitted.probabilities_), 6).tolist(),
+            "k_probabilities": {str(kk): round(float(p), 6) for kk, p in k_probs.items()},
+            "k_next": k, "labels_next": labels_next}
 
 
 def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
@@ -128,7 +161,7 @@ def estimator_params(params: dict[str, Any] | None) -> dict[str, Any]:
     names = [name for name, _, _ in PARAMS]
     unknown = sorted(set(given) - set(names))
     if unknown:
-        _refuse(f"unknown param(s) {unknown}: use {names}")
+        _refuse(f"unknown param(s) {unknown}: use {names + [name for name, _, _ in RESPONSE_PARAMS]}")
     values = {name: given.get(name, default) for name, _, default in PARAMS}
     for name, kind, _ in PARAMS:
         if kind == "long" and (isinstance(values[name], bool) or not isinstance(values[name], numbers.Integral)):
@@ -198,7 +231,8 @@ def _model_settings(checkpoint: str | os.PathLike, code_dir: Path) -> dict[str, 
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
 
     # Any table goes in (no column schema); out come the labels. A list default makes an array param.
-    specs = [ParamSpec(n, kind, default, (-1,) if isinstance(default, list) else None) for n, kind, default in PARAMS]
+    specs = [ParamSpec(n, kind, default, (-1,) if isinstance(default, list) else None)
+             for n, kind, default in PARAMS + RESPONSE_PARAMS]
     signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]), params=ParamSchema(specs))
     script, code_paths = _copy_code(code_dir)
     return {"python_model": script, "artifacts": {ARTIFACT_KEY: str(checkpoint)}, "signature": signature,

@@ -116,6 +116,20 @@ def test_the_shipped_checkpoint_is_served_on_localhost_without_path_set_up(shipp
 
 
 @pytest.mark.slow
+def test_a_request_for_details_gets_the_probability_of_each_k_and_the_next_ks_partition(shipped_server):
+    table = _blobs(90, seed=5)
+    response = shipped_server.invoke(table, {"output": "details"})
+    assert response.status_code == 200, response.text
+    answer = response.json()["predictions"]
+    fitted = TabClustPFN(random_state=0).fit(table)
+    assert answer["labels"] == fitted.labels_.tolist() and answer["n_clusters"] == fitted.n_clusters_
+    assert answer["k_probabilities"] == pytest.approx({str(k): p for k, p in fitted.k_probabilities_.items()},
+                                                      abs=1e-6)
+    assert answer["labels_next"] == fitted.predict(table, n_clusters=answer["k_next"]).tolist()
+    np.testing.assert_allclose(answer["probabilities"], fitted.probabilities_, atol=1e-6)
+
+
+@pytest.mark.slow
 def test_a_table_with_gaps_or_named_codes_is_served_filled_as_the_estimator_fills_them(shipped_server):
     table = _blobs(90, seed=3)
     table = table.mask(np.random.default_rng(3).random(table.shape) < 0.2)  # JSON nulls on the wire

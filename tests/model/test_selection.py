@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from model.selection import cross_ari, expected_ari, expected_ari_members, pairwise_ari, select_k
+from model.selection import cross_ari, expected_ari, expected_ari_members, next_k, pairwise_ari, select_k
 
 
 def _one_hot_probs(labels: np.ndarray, k_max: int) -> np.ndarray:
@@ -171,3 +171,14 @@ def test_auto_resolves_to_the_ranker_only_with_one_and_refined_candidates():
     assert resolve_k_selection("auto", False, "kmeans") == DEFAULT_K_SELECTION
     assert resolve_k_selection("auto", True, "none") == DEFAULT_K_SELECTION
     assert resolve_k_selection("posterior_mode", True, "kmeans") == "posterior_mode"
+
+
+@pytest.mark.parametrize(("probabilities", "chosen", "expected"), [
+    ({2: 0.2, 3: 0.5, 4: 0.3}, 3, 4),  # the runner-up
+    ({2: 0.25, 3: 0.5, 4: 0.25}, 3, 2),  # a tie: the smaller K
+    ({2: 0.6, 3: 0.4, 4: 0.0}, 3, 2),  # the chosen K need not be the most probable (a one-cluster answer: 1)
+    ({2: 1.0, 3: 0.0, 4: 0.0}, 2, None),  # no other K was admissible
+    (None, 3, None),  # K given: no probabilities
+])
+def test_next_k_is_the_most_probable_admissible_k_besides_the_chosen_one(probabilities, chosen, expected):
+    assert next_k(probabilities, chosen) == expected

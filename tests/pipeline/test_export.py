@@ -413,3 +413,31 @@ def test_a_request_with_a_code_that_is_no_number_or_string_is_refused(tiny_check
     with pytest.raises(MlflowException) as exc:
         _pyfunc(tiny_checkpoint).predict(None, _table(20), params={"missing_values": [float("nan")]})
     assert "missing_values holds nan: give the codes as finite numbers or strings" in exc.value.message
+
+
+def test_a_request_for_details_gets_the_labels_with_what_the_fit_says_of_k(tiny_checkpoint, logged_model):
+    """``output="details"``: the labels of a plain request, the soft assignments, the probability of each K and the
+    partition at the next most probable K, all from one fit (the estimator's own answers); through MLflow's param
+    check too. A fit given K has no probabilities over K and no next K; another word is refused."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    table = _table(90, seed=3)
+    served = _pyfunc(tiny_checkpoint)
+    fitted = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0).fit(table)
+    answer = served.predict(None, table, params={"output": "details"})
+    json.dumps(answer)  # what the scoring server sends
+    ranked = sorted(fitted.k_probabilities_, key=lambda k: (-fitted.k_probabilities_[k], k))
+    assert answer["labels"] == served.predict(None, table).tolist() == fitted.labels_.tolist()
+    assert answer["n_clusters"] == fitted.n_clusters_ == ranked[0]
+    np.testing.assert_allclose(answer["probabilities"], fitted.probabilities_, atol=1e-6)
+    assert answer["k_probabilities"] == pytest.approx({str(k): p for k, p in fitted.k_probabilities_.items()},
+                                                      abs=1e-6)
+    assert answer["k_next"] == ranked[1]
+    assert answer["labels_next"] == fitted.predict(table, n_clusters=ranked[1]).tolist()
+    given = served.predict(None, table, params={"output": "details", "n_clusters": 3})
+    assert given["k_probabilities"] == {} and given["k_next"] is None and given["labels_next"] is None
+    loaded = mlflow.pyfunc.load_model(logged_model[0])
+    assert loaded.predict(table, params={"output": "details"})["labels_next"] == answer["labels_next"]
+    with pytest.raises(MlflowException, match=r"param 'output' must be one of \['labels', 'details'\], got 'all'"):
+        served.predict(None, table, params={"output": "all"})
