@@ -104,6 +104,7 @@ def printed_summary(summary: pd.DataFrame) -> pd.DataFrame:
     the columns in which no table has anything (no ignored column, no value read at a fence, ...), so the table a
     first run prints fits a terminal; ``summary.csv`` keeps every column."""
     shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
+
     def says_nothing(column: str) -> bool:
         return shown[column].map(lambda v: str(v) in _NOTHING or (column == "empty_rows" and v == 0)).all()
 

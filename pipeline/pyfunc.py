@@ -230,7 +230,8 @@ def _model_settings(checkpoint: str | os.PathLike, code_dir: Path) -> dict[str, 
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema
 
-    # Any table goes in (no column schema); out come the labels. A list default makes an array param.
+    # Any table goes in (no column schema); out come the labels (with output="details" a dict, which MLflow passes
+    # on unchecked: it checks params, not outputs). A list default makes an array param.
     specs = [ParamSpec(n, kind, default, (-1,) if isinstance(default, list) else None)
              for n, kind, default in PARAMS + RESPONSE_PARAMS]
     signature = ModelSignature(inputs=None, outputs=Schema([ColSpec("long")]), params=ParamSchema(specs))
