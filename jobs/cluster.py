@@ -1,4 +1,4 @@
-"""Cluster CSV/Parquet tables with TabClustPFN, one Ray task per table (the README's first command).
+"""Cluster CSV/Parquet/Excel tables with TabClustPFN, one Ray task per table (the README's first command).
 
     python jobs/cluster.py                      # the demo tables in data/demo, shipped checkpoint
     python jobs/cluster.py data/*.csv more/ --output out --label-column species
@@ -34,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="INPUT",
-                   help="CSV/Parquet files, directories or glob patterns (default: the demo tables in data/demo, "
-                        "scored against their 'target' column)")
+                   help="CSV/Parquet/Excel (.xlsx) files, directories or glob patterns (default: the demo tables in "
+                        "data/demo, scored against their 'target' column)")
     p.add_argument("--output", default="outputs/cluster", help="output folder (default: %(default)s)")
     p.add_argument("--n-clusters", type=int, default=None, help="fixed K for every table (default: inferred)")
     p.add_argument("--k-selection", choices=ESTIMATOR_K_SELECTIONS, default=None,

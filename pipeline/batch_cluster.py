@@ -69,8 +69,8 @@ class ClusterJobConfig:
     Parameters
     ----------
     inputs : tuple of str
-        CSV/Parquet files, directories (their ``*.csv``/``*.parquet`` files) or glob patterns; empty means the
-        demo tables in ``data/demo`` with ground-truth column ``target``.
+        CSV/Parquet/Excel files, directories (their ``*.csv``/``*.parquet``/``*.xlsx`` files) or glob patterns; empty
+        means the demo tables in ``data/demo`` with ground-truth column ``target``.
     output_dir : str
         Where ``<table>.parquet`` and ``summary.csv`` go.
     n_clusters : int, optional

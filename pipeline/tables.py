@@ -18,7 +18,7 @@ from model.cells import read_numbers
 
 logger = logging.getLogger(__name__)
 
-TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".xlsx")
 #: Field separators a CSV table may use (:func:`csv_dialect`)
 CSV_SEPARATORS = (",", ";", "\t", "|")
 #: Encodings a CSV table is read in, the first that decodes it: UTF-8, then Windows' (a spreadsheet's "CSV" export
@@ -58,7 +58,8 @@ def csv_dialect(path: Path) -> dict[str, str]:
 
 def read_table(path: Path) -> pd.DataFrame:
     """Read a CSV (its separator from :func:`csv_dialect`, its encoding the first of :data:`CSV_ENCODINGS` that
-    decodes it) or Parquet file, raising :class:`TableError` with the reason when that fails."""
+    decodes it), Parquet or Excel file (the one sheet that holds data: :func:`read_workbook`), raising
+    :class:`TableError` with the reason when that fails."""
     path = Path(path)
     if not path.is_file():
         raise TableError(f"file not found: {path}")
@@ -74,11 +75,28 @@ def read_table(path: Path) -> pd.DataFrame:
             return pd.read_csv(path, encoding=CSV_ENCODINGS[-1], **dialect)
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
+        if suffix == ".xlsx":
+            return read_workbook(path)
+    except TableError:
+        raise
     except pd.errors.EmptyDataError:
         raise TableError("table is empty (the file holds no header and no rows)") from None
     except Exception as exc:  # any parser error: report it, keep the batch going
         raise TableError(f"unreadable {suffix.lstrip('.').upper()} file ({type(exc).__name__}: {exc})") from None
-    raise TableError(f"unsupported file type {suffix!r}: use .csv or .parquet")
+    raise TableError(f"unsupported file type {suffix!r}: use .csv, .parquet or .xlsx")
+
+
+def read_workbook(path: Path) -> pd.DataFrame:
+    """The table of an Excel workbook: its one sheet that holds data, header row first. A workbook with several
+    such sheets is refused, naming them, rather than one clustered and the others left unsaid."""
+    sheets = {name: frame for name, frame in pd.read_excel(path, sheet_name=None).items()
+              if not frame.dropna(how="all").empty or len(frame.columns)}
+    if not sheets:
+        raise TableError("table is empty (the workbook's sheets hold no header and no rows)")
+    if len(sheets) > 1:
+        raise TableError(f"the workbook holds {len(sheets)} sheets with data ({', '.join(map(repr, sheets))}); save "
+                         "each table as its own .xlsx or .csv file")
+    return next(iter(sheets.values()))
 
 
 def prepare_features(frame: pd.DataFrame, *, label_column: str | None = None, ignore_columns: tuple[str, ...] = (),
@@ -178,7 +196,7 @@ def discover_tables(inputs: tuple[str, ...] | list[str]) -> list[Path]:
     """Expand files, directories and glob patterns into a sorted, de-duplicated list of table paths.
 
     A named file is kept even when it does not exist or has another suffix (it then fails as unreadable, with
-    the reason in the summary); a directory contributes its CSV/Parquet files; a pattern its matches. An existing
+    the reason in the summary); a directory contributes its CSV/Parquet/Excel files; a pattern its matches. An existing
     file is taken as itself even when its name holds glob characters (``run[1]/t.csv``), never as a pattern.
 
     Raises

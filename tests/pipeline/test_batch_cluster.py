@@ -145,6 +145,26 @@ def test_a_european_export_with_thousands_points_is_clustered_as_its_numbers(tmp
                                atol=1e-5)
 
 
+def test_an_excel_workbook_is_read_from_its_one_sheet_with_data_and_clustered(tmp_path, tiny_checkpoint):
+    df = _blobs(60, seed=3).assign(colour=["red", "blue", "green"] * 20)
+    path = tmp_path / "sales.xlsx"
+    with pd.ExcelWriter(path) as book:
+        pd.DataFrame().to_excel(book, sheet_name="notes", index=False)  # an empty sheet beside the table
+        df.to_excel(book, sheet_name="data", index=False)
+    pd.testing.assert_frame_equal(read_table(path), df, check_dtype=False)
+    assert discover_tables([str(tmp_path)]) == [path]
+    row, out = cluster_table(load_estimator(tiny_checkpoint, 3, 0), path, "sales", label_column="label")
+    assert row["status"] == "ok" and len(out) == 60 and row["ari"] is not None
+    with pd.ExcelWriter(path) as book:  # two tables in one workbook: neither is chosen for the user
+        df.to_excel(book, sheet_name="2025", index=False)
+        df.to_excel(book, sheet_name="2026", index=False)
+    with pytest.raises(TableError, match=r"the workbook holds 2 sheets with data \('2025', '2026'\); save each"):
+        read_table(path)
+    path.write_text("not a workbook")
+    with pytest.raises(TableError, match="unreadable XLSX file"):
+        read_table(path)
+
+
 def test_a_csv_in_windows_encoding_is_read_with_its_accents_and_euro_signs(tmp_path):
     path = tmp_path / "t.csv"
     path.write_bytes("ville;prix\nOrléans;€1,5\nParis;€3\n".encode("cp1252"))  # an Excel export on Windows
