@@ -89,8 +89,7 @@ def read_table(path: Path) -> pd.DataFrame:
 def read_workbook(path: Path) -> pd.DataFrame:
     """The table of an Excel workbook: its one sheet that holds data, header row first. A workbook with several
     such sheets is refused, naming them, rather than one clustered and the others left unsaid."""
-    sheets = {name: frame for name, frame in pd.read_excel(path, sheet_name=None).items()
-              if not frame.dropna(how="all").empty or len(frame.columns)}
+    sheets = {name: frame for name, frame in pd.read_excel(path, sheet_name=None).items() if len(frame.columns)}
     if not sheets:
         raise TableError("table is empty (the workbook's sheets hold no header and no rows)")
     if len(sheets) > 1:
