@@ -580,7 +580,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             features, mixtures = ranker_features(
                 rows, candidates, probs_all, posterior, (member_probs, member_posteriors), k_hi,
                 stage=net.cfg.k_ranker_candidates, with_mixture="mix_ll" in FEATURE_SETS[net.k_ranker.feature_set],
-                blocks=one_hot_blocks(cat_mask, self._widths), scores=scores)
+                blocks=one_hot_blocks(cat_mask, self._widths), scores=scores,
+                with_agreement="agree" in FEATURE_SETS[net.k_ranker.feature_set])
             k_auto, ranked[: k_hi - 1] = net.k_ranker.choose(features)
             scores = ranked
             if net.cfg.k_ranker_temperature > 0:  # a calibrated ranker: probabilities over K

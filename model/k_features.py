@@ -22,10 +22,14 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
   a category);
 * ``mix_bic``: the same less the BIC's penalty (half the parameters times log N, over N and the columns): a
   candidate that splits pure-noise columns gains little likelihood for its parameters, one that separates a single
-  informative column among them gains much.
+  informative column among them gains much;
+* ``agree``: how stable the network's partition at K is across the column orderings of the ensemble, the mean ARI
+  between every two members' partitions (their argmax) at K (1 with fewer than two members): a K the table holds
+  comes out alike in every ordering, a split it does not hold falls differently in each (stability-based choice of
+  K, as Ben-Hur et al. 2002 and Lange et al. 2004 resample for it).
 
-A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 all
-of them; and it describes the candidates of one ``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``)
+A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 those
+and the two mixture features, set 3 the first nine and ``agree``; and it describes the candidates of one ``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``)
 or the diagonal mixtures ``refine="gmm"`` fits from them (``"gmm"``: what the default returns at each K).
 
 Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
@@ -40,9 +44,9 @@ from model.refinement import REFINED_CANDIDATES, VARIANCE_FLOOR, DiagonalMixture
 #: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
 SILHOUETTE_ROWS = 400
 FEATURES = ("log_post", "exp_ari", "silhouette", "log_within", "drop", "log_ch", "smallest", "moved", "crisp",
-            "mix_ll", "mix_bic")
+            "mix_ll", "mix_bic", "agree")
 #: The features a ranker of each feature set reads (``ModelConfig.k_ranker_features``).
-FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES}
+FEATURE_SETS: dict[int, tuple[str, ...]] = {1: FEATURES[:9], 2: FEATURES[:11], 3: (*FEATURES[:9], "agree")}
 #: Which partitions a ranker's features describe (``ModelConfig.k_ranker_candidates``): those the refine of that
 #: name returns at each K.
 CANDIDATE_STAGES: tuple[str, ...] = REFINED_CANDIDATES
@@ -138,6 +142,32 @@ def partition_log_likelihood(X: np.ndarray, labels: np.ndarray, k: int, blocks: 
     return total, k * per_cluster + k - 1
 
 
+def pair_ari(a: np.ndarray, b: np.ndarray) -> float:
+    """Adjusted Rand index of two labellings of the same rows (non-negative integer labels), as
+    ``sklearn.metrics.adjusted_rand_score`` (1 where both put every row in one cluster), from one bincount."""
+    n = a.shape[0]
+    kb = int(b.max()) + 1
+    table = np.bincount(a * kb + b, minlength=(int(a.max()) + 1) * kb).reshape(-1, kb).astype(np.float64)
+    pairs = float((table * (table - 1)).sum()) / 2.0
+    rows = table.sum(1)
+    cols = table.sum(0)
+    row_pairs, col_pairs = float((rows * (rows - 1)).sum()) / 2.0, float((cols * (cols - 1)).sum()) / 2.0
+    expected = row_pairs * col_pairs / max(n * (n - 1) / 2.0, 1.0)
+    top = (row_pairs + col_pairs) / 2.0
+    return 1.0 if top == expected else (pairs - expected) / (top - expected)
+
+
+def member_agreement(member_probs: np.ndarray | None, c: int) -> np.ndarray:
+    """``agree`` of candidates K = 2..c+1: the mean ARI between every two ensemble members' partitions (argmax of
+    ``member_probs`` (M, K_max-1, N, K_max)) at each K -> (c,); ones with fewer than two members (or none given)."""
+    if member_probs is None or member_probs.shape[0] < 2:
+        return np.ones(c)
+    labels = member_probs[:, :c].argmax(-1)  # (M, c, N)
+    m = labels.shape[0]
+    return np.array([np.mean([pair_ari(labels[i, k], labels[j, k]) for i in range(m) for j in range(i + 1, m)])
+                     for k in range(c)])
+
+
 def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list[tuple[np.ndarray, DiagonalMixture]]:
     """The diagonal mixture ``refine="gmm"`` fits from each candidate K = 2..k_hi: [(partition, mixture)]."""
     return [diagonal_em(X, candidates[c], c + 2) for c in range(k_hi - 1)]
@@ -146,7 +176,8 @@ def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list
 def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
                        scores: np.ndarray, k_hi: int,
                        mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None,
-                       blocks: list[tuple[int, int]] = (), with_mixture: bool = True) -> np.ndarray:
+                       blocks: list[tuple[int, int]] = (), with_mixture: bool = True,
+                       member_probs: np.ndarray | None = None) -> np.ndarray:
     """Features (``FEATURES``) of candidates K = 2..k_hi -> (k_hi - 1, len(FEATURES)).
 
     X : (N, P) the rows in the design space; candidates : (>= k_hi - 1, N) hard partitions for K = 2..;
@@ -154,7 +185,8 @@ def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
     scores : (K_max-1,) the expected ARI of each candidate (``select_k``'s scores); mixtures : the candidates'
     :func:`candidate_mixtures` where already fitted (else fitted here); blocks : the design columns of each
     categorical column's one-hot codes (:func:`model.refinement.one_hot_blocks`; none: every column numeric);
-    with_mixture : False leaves ``mix_ll`` and ``mix_bic`` NaN and fits no mixture (for a ranker of set 1).
+    with_mixture : False leaves ``mix_ll`` and ``mix_bic`` NaN and fits no mixture (for a ranker of set 1 or 3);
+    member_probs : (M, K_max-1, N, K_max) each ensemble member's soft partitions, for ``agree`` (None: ones).
     """
     n = X.shape[0]
     c = k_hi - 1
@@ -186,21 +218,23 @@ def candidate_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
         mix_ll = np.array([ll for ll, _ in fitted]) / (n * columns)
         mix_bic = mix_ll - np.array([params for _, params in fitted]) * np.log(n) / (2.0 * n * columns)
     return np.stack([np.log(np.maximum(post, 1e-12)), np.asarray(scores[:c], dtype=np.float64), sil, log_within,
-                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_bic], axis=1)
+                     drop, np.log(np.maximum(ch, 1e-12)), smallest, moved, crisp, mix_ll, mix_bic,
+                     member_agreement(member_probs, c)], axis=1)
 
 
 def ranker_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, posterior: np.ndarray,
                     members: tuple[np.ndarray, np.ndarray], k_hi: int, *, stage: str = "kmeans",
                     with_mixture: bool = True, blocks: list[tuple[int, int]] = (),
                     scores: np.ndarray | None = None,
-                    mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None
+                    mixtures: list[tuple[np.ndarray, DiagonalMixture]] | None = None, with_agreement: bool = True
                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, DiagonalMixture]] | None]:
     """A table's ranker features -> (features (k_hi - 1, len(FEATURES)), the candidates' mixtures or None).
 
     ``candidates`` are the Lloyd-refined partitions (:func:`model.refinement.refine_candidates`); with
     ``stage="gmm"`` the features describe their diagonal mixtures' partitions instead, each scored against the
     network's ``members`` for its expected ARI. ``scores``: the Lloyd candidates' expected ARI where already
-    computed (``stage="kmeans"`` only); ``mixtures``: :func:`candidate_mixtures` where already fitted."""
+    computed (``stage="kmeans"`` only); ``mixtures``: :func:`candidate_mixtures` where already fitted;
+    ``with_agreement`` False leaves ``agree`` at ones (for a ranker that does not read it)."""
     from model.selection import select_k  # noqa: PLC0415  (selection imports refinement, as this module does)
 
     if stage not in CANDIDATE_STAGES:
@@ -214,4 +248,5 @@ def ranker_features(X: np.ndarray, candidates: np.ndarray, probs: np.ndarray, po
         scores = None
     if scores is None:
         _, scores = select_k(probs, posterior, k_hi=k_hi, members=members, candidates=ranked)
-    return candidate_features(X, ranked, probs, posterior, scores, k_hi, mixtures, blocks, with_mixture), mixtures
+    return candidate_features(X, ranked, probs, posterior, scores, k_hi, mixtures, blocks, with_mixture,
+                              member_probs=members[0] if with_agreement else None), mixtures

@@ -8,7 +8,7 @@ its loss is the expected ARI of a softmax choice over the admissible candidates,
 
 Inputs per candidate (``input_width``): the features of its feature set (``model.k_features.FEATURE_SETS``), some
 also relative to their best over the table's candidates (``RELATIVE``: log posterior, expected ARI, silhouette, and
-in set 2 the mixture's penalised likelihood), and K / 10; standardised by the training set's
+in set 2 the mixture's penalised likelihood, in set 3 the orderings' agreement), and K / 10; standardised by the training set's
 mean and deviation (buffers of the module, so they travel with its weights) and clipped to +-``INPUT_CLIP``.
 
 Probabilities over K (:func:`k_probabilities`): a softmax of the scores divided by a temperature fitted on
@@ -29,7 +29,7 @@ from torch import nn
 from model.k_features import FEATURE_SETS, FEATURES
 
 #: Features also given relative to their best over the table's admissible candidates (those of the ranker's set).
-RELATIVE = ("log_post", "exp_ari", "silhouette", "mix_bic")
+RELATIVE = ("log_post", "exp_ari", "silhouette", "mix_bic", "agree")
 HIDDEN = 32
 #: Standardised inputs are clipped to +-INPUT_CLIP: degenerate tables (a few distinct rows repeated) give
 #: within-cluster variances of 0 and Calinski-Harabasz ratios of 1e12, hundreds of deviations past anything the

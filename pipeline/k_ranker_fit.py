@@ -56,7 +56,7 @@ TRAIN_SEED = 2**61
 #: Records per chunk file (and per worker call).
 CHUNK = 250
 #: What a record holds (its features and ARIs); records of another version are kept apart, never mixed.
-RECORDS_VERSION = 4
+RECORDS_VERSION = 5
 _NETS: dict[str, Any] = {}
 
 

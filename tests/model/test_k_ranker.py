@@ -13,8 +13,8 @@ from sklearn.metrics import silhouette_score
 
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
-from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures,
-                              partition_log_likelihood, silhouettes, within_ratios)
+from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures, member_agreement,
+                              pair_ari, partition_log_likelihood, silhouettes, within_ratios)
 from model.k_ranker import (KRanker, chosen_ari, distinct_fraction, fit_ranker, fit_temperature,
                             fit_temperature_slope, input_width, k_probabilities, ranker_inputs, reliability,
                             table_temperature)
@@ -70,7 +70,40 @@ def test_candidate_features_see_the_right_k_of_clean_blobs():
     assert np.allclose(candidate_features(X, labels, probs, posterior, scores, 5, candidate_mixtures(X, labels, 5)),
                        f)  # mixtures fitted once (as the estimator does) give the same features
     without = candidate_features(X, labels, probs, posterior, scores, 5, with_mixture=False)  # for a set-1 ranker
-    assert np.isnan(without[:, -2:]).all() and np.array_equal(without[:, :-2], f[:, :-2])
+    mixture = [FEATURES.index("mix_ll"), FEATURES.index("mix_bic")]
+    rest = [i for i in range(len(FEATURES)) if i not in mixture]
+    assert np.isnan(without[:, mixture]).all() and np.array_equal(without[:, rest], f[:, rest])
+    assert np.array_equal(col["agree"], np.ones(4))  # no members given: nothing to disagree
+    members = np.stack([probs, probs[..., ::-1]])  # two orderings, the same partitions under other cluster names
+    agreed = candidate_features(X, labels, probs, posterior, scores, 5, member_probs=members)
+    assert np.allclose(agreed[:, FEATURES.index("agree")], 1.0)
+
+
+def test_pair_ari_is_sklearns_adjusted_rand_index():
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(2, 200))
+        a = rng.integers(0, int(rng.integers(1, 6)), n)
+        b = a.copy() if rng.random() < 0.2 else rng.integers(0, int(rng.integers(1, 6)), n)
+        assert pair_ari(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+    assert pair_ari(np.zeros(5, dtype=int), np.zeros(5, dtype=int)) == 1.0
+
+
+def test_member_agreement_is_high_where_the_orderings_agree_and_near_zero_where_they_do_not():
+    rng = np.random.default_rng(1)
+    n, k_max = 600, 4
+    stable = rng.integers(0, 2, n)  # K = 2: every member the same split (under its own cluster names)
+    members = np.zeros((3, k_max - 1, n, k_max))
+    for m in range(3):
+        members[m, 0, np.arange(n), (stable + m) % 2] = 1.0
+        for c in (1, 2):  # K = 3, 4: each member an unrelated split
+            members[m, c, np.arange(n), rng.integers(0, c + 2, n)] = 1.0
+    agree = member_agreement(members, 3)
+    assert agree[0] == pytest.approx(1.0) and np.all(np.abs(agree[1:]) < 0.05)
+    assert np.array_equal(member_agreement(members[:1], 3), np.ones(3))  # one member: nothing to disagree
+    assert np.array_equal(member_agreement(None, 2), np.ones(2))
 
 
 def test_partition_likelihood_is_the_mixed_type_mixture_density_of_the_rows():
@@ -150,9 +183,15 @@ def test_ranker_inputs_relative_to_the_best_admissible_candidate():
     assert torch.allclose(x[0, :, -1], torch.tensor([0.2, 0.3, 0.4]))
     f[0, :, FEATURES.index("mix_bic")] = torch.tensor([-1.0, -0.5, 3.0])
     assert torch.equal(ranker_inputs(f, admissible, 1), x)  # set 1 never reads the mixture features
+    f[0, :, FEATURES.index("agree")] = torch.tensor([0.9, 0.4, 0.1])
+    assert torch.equal(ranker_inputs(f, admissible, 1), x)  # nor the orderings' agreement
     x2 = ranker_inputs(f, admissible, 2)
-    assert x2.shape[-1] == input_width(2) == len(FEATURES) + 4 + 1
-    assert torch.allclose(x2[0, :, len(FEATURES) + 3], torch.tensor([-0.5, 0.0, 0.0]))  # mix_bic relative
+    assert x2.shape[-1] == input_width(2) == len(FEATURE_SETS[2]) + 4 + 1
+    assert torch.allclose(x2[0, :, len(FEATURE_SETS[2]) + 3], torch.tensor([-0.5, 0.0, 0.0]))  # mix_bic relative
+    x3 = ranker_inputs(f, admissible, 3)  # set 1's features and the agreement, also relative to its best
+    assert x3.shape[-1] == input_width(3) == len(FEATURE_SETS[1]) + 1 + 4 + 1
+    assert torch.allclose(x3[0, :, len(FEATURE_SETS[3]) + 3], torch.tensor([0.0, -0.5, 0.0]))
+    assert torch.equal(x3[0, :, : len(FEATURE_SETS[1])], x[0, :, : len(FEATURE_SETS[1])])
     with pytest.raises(ValueError, match="unknown K ranker feature set 9"):
         ranker_inputs(f, admissible, 9)
     with pytest.raises(ValueError, match="columns of model.k_features.FEATURES"):
@@ -204,13 +243,14 @@ def test_fit_ranker_learns_which_feature_marks_the_best_candidate():
     assert 2 <= k <= 5 and scores.shape == (4,)
 
 
-def _ranked_checkpoint(tmp_path, seed: int = 0, candidates: str = "kmeans") -> str:
+def _ranked_checkpoint(tmp_path, seed: int = 0, candidates: str = "kmeans", feature_set: int = 1) -> str:
     net = make_tiny_net(0)
-    with_ranker = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_candidates=candidates))
+    with_ranker = TabClustNet(dataclasses.replace(net.cfg, k_ranker=True, k_ranker_candidates=candidates,
+                                                  k_ranker_features=feature_set))
     torch.manual_seed(seed)
-    ranker = KRanker()
+    ranker = KRanker(feature_set)
     with_ranker.load_state_dict({**net.state_dict(), **{f"k_ranker.{k}": v for k, v in ranker.state_dict().items()}})
-    path = tmp_path / f"ranked{seed}-{candidates}.pt"
+    path = tmp_path / f"ranked{seed}-{candidates}-set{feature_set}.pt"
     save_checkpoint(path, with_ranker, {"steps": 0})
     return str(path)
 
@@ -223,6 +263,9 @@ def test_estimator_uses_the_checkpoints_ranker_and_says_so(tmp_path, tiny_checkp
     assert est.k_selection_ == "ranker"
     scores = np.array([est.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])
     assert est.n_clusters_ == int(np.argmax(scores)) + 2  # the ranker's best score is the chosen K
+    agreeing = TabClustPFN(checkpoint=_ranked_checkpoint(tmp_path, feature_set=3)).fit(X)  # reads the orderings'
+    scores = np.array([agreeing.k_scores_[k] for k in range(2, net.cfg.k_max + 1)])  # agreement (set 3) too
+    assert agreeing.k_selection_ == "ranker" and agreeing.n_clusters_ == int(np.argmax(scores)) + 2
     capped = TabClustPFN(checkpoint=path, max_clusters=3).fit(X)
     assert capped.n_clusters_ <= 3 and capped.k_scores_[4] == -np.inf
     assert TabClustPFN(checkpoint=path, k_selection="expected_ari").fit(X).k_selection_ == "expected_ari"
