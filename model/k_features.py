@@ -28,9 +28,10 @@ uses (z-normalised numeric columns, categorical codes one-hot), together with wh
   comes out alike in every ordering, a split it does not hold falls differently in each (stability-based choice of
   K, as Ben-Hur et al. 2002 and Lange et al. 2004 resample for it).
 
-A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2 those
-and the two mixture features, set 3 the first nine and ``agree``; and it describes the candidates of one ``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``)
-or the diagonal mixtures ``refine="gmm"`` fits from them (``"gmm"``: what the default returns at each K).
+A ranker reads one of the ``FEATURE_SETS`` (its checkpoint says which): set 1 is the first nine features, set 2
+those and the two mixture features, set 3 the first nine and ``agree``; and it describes the candidates of one
+``CANDIDATE_STAGES``: the Lloyd-refined partitions (``"kmeans"``) or the diagonal mixtures ``refine="gmm"`` fits
+from them (``"gmm"``: what the default returns at each K).
 
 Plain numpy: :mod:`model.k_ranker` scores them, :mod:`model.estimator` computes them per fit.
 """

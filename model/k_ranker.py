@@ -8,8 +8,9 @@ its loss is the expected ARI of a softmax choice over the admissible candidates,
 
 Inputs per candidate (``input_width``): the features of its feature set (``model.k_features.FEATURE_SETS``), some
 also relative to their best over the table's candidates (``RELATIVE``: log posterior, expected ARI, silhouette, and
-in set 2 the mixture's penalised likelihood, in set 3 the orderings' agreement), and K / 10; standardised by the training set's
-mean and deviation (buffers of the module, so they travel with its weights) and clipped to +-``INPUT_CLIP``.
+in set 2 the mixture's penalised likelihood, in set 3 the orderings' agreement), and K / 10; standardised by the
+training set's mean and deviation (buffers of the module, so they travel with its weights) and clipped to
++-``INPUT_CLIP``.
 
 Probabilities over K (:func:`k_probabilities`): a softmax of the scores divided by a temperature fitted on
 held-out tables to the labelled K (:func:`fit_temperature`, stored as ``ModelConfig.k_ranker_temperature``). The
