@@ -143,30 +143,16 @@ def partition_log_likelihood(X: np.ndarray, labels: np.ndarray, k: int, blocks: 
     return total, k * per_cluster + k - 1
 
 
-def pair_ari(a: np.ndarray, b: np.ndarray) -> float:
-    """Adjusted Rand index of two labellings of the same rows (non-negative integer labels), as
-    ``sklearn.metrics.adjusted_rand_score`` (1 where both put every row in one cluster), from one bincount."""
-    n = a.shape[0]
-    kb = int(b.max()) + 1
-    table = np.bincount(a * kb + b, minlength=(int(a.max()) + 1) * kb).reshape(-1, kb).astype(np.float64)
-    pairs = float((table * (table - 1)).sum()) / 2.0
-    rows = table.sum(1)
-    cols = table.sum(0)
-    row_pairs, col_pairs = float((rows * (rows - 1)).sum()) / 2.0, float((cols * (cols - 1)).sum()) / 2.0
-    expected = row_pairs * col_pairs / max(n * (n - 1) / 2.0, 1.0)
-    top = (row_pairs + col_pairs) / 2.0
-    return 1.0 if top == expected else (pairs - expected) / (top - expected)
-
-
 def member_agreement(member_probs: np.ndarray | None, c: int) -> np.ndarray:
     """``agree`` of candidates K = 2..c+1: the mean ARI between every two ensemble members' partitions (argmax of
     ``member_probs`` (M, K_max-1, N, K_max)) at each K -> (c,); ones with fewer than two members (or none given)."""
     if member_probs is None or member_probs.shape[0] < 2:
         return np.ones(c)
+    from model.selection import pairwise_ari  # noqa: PLC0415  (as ranker_features imports select_k)
+
     labels = member_probs[:, :c].argmax(-1)  # (M, c, N)
-    m = labels.shape[0]
-    return np.array([np.mean([pair_ari(labels[i, k], labels[j, k]) for i in range(m) for j in range(i + 1, m)])
-                     for k in range(c)])
+    upper = np.triu_indices(labels.shape[0], 1)
+    return np.array([pairwise_ari(labels[:, k])[upper].mean() for k in range(c)])
 
 
 def candidate_mixtures(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> list[tuple[np.ndarray, DiagonalMixture]]:

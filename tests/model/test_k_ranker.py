@@ -14,7 +14,7 @@ from sklearn.metrics import silhouette_score
 from model.checkpoint import load_checkpoint, save_checkpoint, weights_sha256
 from model.estimator import TabClustPFN
 from model.k_features import (FEATURE_SETS, FEATURES, candidate_features, candidate_mixtures, member_agreement,
-                              pair_ari, partition_log_likelihood, silhouettes, within_ratios)
+                              partition_log_likelihood, silhouettes, within_ratios)
 from model.k_ranker import (KRanker, chosen_ari, distinct_fraction, fit_ranker, fit_temperature,
                             fit_temperature_slope, input_width, k_probabilities, ranker_inputs, reliability,
                             table_temperature)
@@ -79,7 +79,7 @@ def test_candidate_features_see_the_right_k_of_clean_blobs():
     assert np.allclose(agreed[:, FEATURES.index("agree")], 1.0)
 
 
-def test_pair_ari_is_sklearns_adjusted_rand_index():
+def test_member_agreement_of_two_members_is_sklearns_adjusted_rand_index():
     from sklearn.metrics import adjusted_rand_score
 
     rng = np.random.default_rng(0)
@@ -87,8 +87,13 @@ def test_pair_ari_is_sklearns_adjusted_rand_index():
         n = int(rng.integers(2, 200))
         a = rng.integers(0, int(rng.integers(1, 6)), n)
         b = a.copy() if rng.random() < 0.2 else rng.integers(0, int(rng.integers(1, 6)), n)
-        assert pair_ari(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
-    assert pair_ari(np.zeros(5, dtype=int), np.zeros(5, dtype=int)) == 1.0
+        members = np.zeros((2, 1, n, 6))
+        members[0, 0, np.arange(n), a] = 1.0
+        members[1, 0, np.arange(n), b] = 1.0
+        assert member_agreement(members, 1)[0] == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+    single = np.zeros((2, 1, 5, 2))
+    single[..., 0] = 1.0  # both members: every row in one cluster
+    assert member_agreement(single, 1)[0] == 1.0
 
 
 def test_member_agreement_is_high_where_the_orderings_agree_and_near_zero_where_they_do_not():
