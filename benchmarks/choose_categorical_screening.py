@@ -97,6 +97,7 @@ def _with_baseline(variants: list[str]) -> list[str]:
 
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
+    from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     given = sys.argv[1:] if argv is None else list(argv)
@@ -117,8 +118,7 @@ def main(argv=None) -> None:
            *[line.replace("| rule |", "| variant |") for line in lines], "",
            f"Tables where a variant dropped a categorical column (after any put back): {dropped}.", "",
            f"Median fit time (s): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           f"Protocol: {RULE}; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_categorical_screening.py " + " ".join(given)

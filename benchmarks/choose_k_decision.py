@@ -65,6 +65,7 @@ def _with_baseline(variants: list[str]) -> list[str]:
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
     from benchmarks.choose_low_dim import SIZES
+    from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     own = argparse.ArgumentParser(add_help=False)
@@ -88,8 +89,7 @@ def main(argv=None) -> None:
            f"Tables whose K the ranker chose (the variants differ only there): {counts}; of them, K moved by "
            f"{moved}.", "",
            f"Median fit time on those tables (s): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           f"Protocol: {RULE}; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_decision.py " + " ".join(given) + "`",

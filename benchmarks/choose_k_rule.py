@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from model.k_features import FEATURES, features_key
-from pipeline.evaluation.protocol import gains_and_losses
+from pipeline.evaluation.protocol import LOSS_MARGIN, LOSS_SE, RULE, gains_and_losses
 
 SETS = ("prior", "noisy", "one-informative", "coarse", "dev", "shapes")
 BASELINE = "expected_ari"
@@ -208,8 +208,7 @@ def write_variant_report(args: argparse.Namespace, df: pd.DataFrame, title: str,
     sets = "a fresh draw of the synthetic development sets" if args.offset else "development sets"
     out = [f"# {title.format(sets=sets)}", "", *[line.replace("| rule |", "| variant |") for line in lines], "",
            *[part for note in notes for part in (note, "")],
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           f"none{protocol}.", "",
+           f"Protocol: {RULE}{protocol}.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
@@ -243,7 +242,7 @@ def cost_verdict(df: pd.DataFrame, diffs: dict, variants: list[str], baseline: s
              "|---|---|---|---|"]
     times += [f"| {v} | {cost[v]:.3f} | {part[f'{v}_s'].median() if len(part) else float('nan'):.3f} | "
               f"{cost[v] / cost[baseline]:.2f} |" for v in variants]
-    verdicts = [f"- {unit(v)}: {'holds' if not losses[v] else 'does not hold'} (losses beyond 1 s.e. on "
+    verdicts = [f"- {unit(v)}: {'holds' if not losses[v] else 'does not hold'} (losses on "
                 f"{', '.join(losses[v]) or 'no set'}; {cost[v] / cost[baseline]:.2f} of the baseline's time)"
                 for v in variants if v != baseline]
     return chosen, times, verdicts
@@ -261,8 +260,8 @@ def cost_report(args, argv, title: str, column: str, lines: list[str], times: li
     return [f"# {title} ({sets}, K inferred)", "", *[line.replace("| rule |", f"| {column} |") for line in lines], "",
             f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
             "once:", "", *times, "",
-            f"Protocol (a choice for cost): a cheaper {what} qualifies when it loses beyond one standard error on no "
-            "set; the cheapest of those wins.", "", *verdicts, "", chosen, "",
+            f"Protocol (a choice for cost): a cheaper {what} qualifies when it loses on no set (a loss: beyond "
+            f"{LOSS_SE:g} s.e. and more than {LOSS_MARGIN:g} in mean ARI); the cheapest of those wins.", "", *verdicts, "", chosen, "",
             PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
             checkpoint_line(args.checkpoint), *machine_lines()]
 
@@ -290,7 +289,7 @@ def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BA
         if ok:
             qualified[rule] = float(np.mean([m for m, _ in per_set.values()]))
         lines.append(f"- `{rule}`: {'qualifies' if ok else 'does not qualify'} (gains beyond 2 s.e. on "
-                     f"{', '.join(gains) or 'no set'}; losses beyond 1 s.e. on {', '.join(losses) or 'no set'})")
+                     f"{', '.join(gains) or 'no set'}; losses on {', '.join(losses) or 'no set'})")
     chosen = max(qualified, key=qualified.get) if qualified else None
     return chosen, lines
 
@@ -354,8 +353,8 @@ def main(argv=None) -> None:
     chosen, verdicts = verdict(diffs, baseline)
     given = sys.argv[1:] if argv is None else list(argv)
     out = ["# How K is chosen among the refined candidates (development sets, K inferred)", "", *lines, "",
-           "Protocol: a rule qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying rule with the largest mean gain over the sets is chosen.", "", *verdicts, "",
+           f"Protocol: {RULE.replace('candidate', 'rule')}; the qualifying rule with the largest mean gain over the sets "
+           "is chosen.", "", *verdicts, "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
            *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]

@@ -218,6 +218,7 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
     from model.refinement import FULL_COVARIANCE_MAX_WIDTH
+    from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     own = argparse.ArgumentParser(add_help=False)
@@ -243,8 +244,7 @@ def main(argv=None) -> None:
            f"Tables of at most {widest} design columns (the variants differ only there): "
            f"{counts}.", "",
            f"Median time of the variant's step on those tables (ms): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           f"Protocol: {RULE}; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_low_dim.py " + " ".join(given) + "`",

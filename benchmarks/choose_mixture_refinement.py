@@ -274,6 +274,7 @@ def _work(args: tuple[str, str, int, int, int, int, tuple[str, ...]]) -> list[di
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import rows_per_set, table, verdict, write_results
     from model.estimator import default_checkpoint_path
+    from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -305,8 +306,7 @@ def main(argv=None) -> None:
     out = ["# Refining the chosen partition by a Gaussian mixture (development sets, K by the K ranker)", "",
            *[line.replace("| rule |", "| variant |") for line in lines], "",
            f"Median time of the variant's step per table (ms): {times}.", "",
-           "Protocol: a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on "
-           "none; the qualifying variant with the largest mean gain over the sets is chosen.", "",
+           f"Protocol: {RULE}; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{args.baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_mixture_refinement.py " + " ".join(given) + "`",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.evaluation.protocol import beyond, cheapest_holding, gains_and_losses
+from pipeline.evaluation.protocol import LOSS_MARGIN, beyond, cheapest_holding, gains_and_losses, lost
 
 
 def _paired(diff: np.ndarray) -> tuple[float, float]:
@@ -26,10 +26,21 @@ def test_one_changed_table_sits_at_one_standard_error_and_is_not_beyond_it():
 
 def test_gains_and_losses_name_the_sets_beyond_their_bounds():
     gains, losses = gains_and_losses({"prior": (0.010, 0.004), "noisy": (-0.003, 0.002), "dev": (0.001, 0.01),
-                                      "low-d": (-0.001, 0.001)})
+                                      "low-d": (-0.002, 0.002)})
     assert gains == ["prior"]  # 2.5 s.e.; dev's 0.1 s.e. is not
     assert losses == ["noisy"]  # 1.5 s.e.; low-d's exactly 1 s.e. is not
     assert gains_and_losses({"prior": (0.008, 0.004)}) == ([], [])  # exactly 2 s.e.: not beyond
+
+
+def test_a_loss_beyond_one_standard_error_vetoes_only_past_the_margin():
+    """choice-cat-screening-split-fresh's coarse set: -0.0004 +- 0.0003 (1 better / 4 worse of 200) is beyond one
+    s.e. but a fraction of the margin: not a loss. The same s.e. with a mean past the margin is one, and so is a
+    loss past the margin only where it is also beyond one s.e."""
+    assert beyond(-0.0004, 0.0003, -1.0) and not lost(-0.0004, 0.0003)
+    assert gains_and_losses({"cat-noise": (0.046, 0.011), "coarse": (-0.0004, 0.0003)}) == (["cat-noise"], [])
+    assert lost(-(LOSS_MARGIN + 1e-4), 0.0003)
+    assert not lost(-0.005, 0.006)  # past the margin, within one s.e.
+    assert not lost(-LOSS_MARGIN, 0.0001)  # at the margin exactly: not past it
 
 
 def test_a_cheaper_candidate_wins_only_where_it_loses_on_no_set_and_the_cheapest_of_those_wins():
