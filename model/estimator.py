@@ -158,7 +158,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         (+0.010 +- 0.004 ARI on a fresh draw of the development sets, 14 tables better, 3 worse) and screens no
         table of the paper's prior (``docs/results/choice-screening-modes-fresh.md``); ``True`` gains more there
         (+0.088 +- 0.010) but loses on the prior, whose clusters differ a little in every column, some of which
-        then look like noise (``docs/results/choice-screening.md``).
+        then look like noise (``docs/results/choice-screening.md``). A categorical column independent of every
+        other column is dropped too, wherever some column shows structure, and comes back when its levels differ
+        between the clusters found without it, unless clustering with it only splits those clusters by its levels
+        (three groups beside a 3-level noise category: K = 3, not 9). By the protocol against keeping them: tables
+        with such columns +0.066 +- 0.011 on a third draw of the development sets, no set lost
+        (``docs/results/choice-cat-screening-split*.md``).
     dequantize : bool, default=False
         Spread every numeric column of 2-20 distinct values (scores, counts, rounded measurements, numeric flags)
         uniformly over its levels' cells before clustering (:mod:`model.dequantize`), so that a lattice of levels
@@ -307,10 +312,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     _power_keep_modes = True
     _power_min_width = LOW_DIM_MAX_WIDTH
     #: Whether the noise screening drops categorical columns independent of every other column too
-    #: (``TablePreprocessor(screen_categorical=)``): a design switch judged on development data
-    #: (``benchmarks/choose_categorical_screening.py``: neither True nor "always", at the level 0.01 or 0.05, held on
-    #: a fresh draw), not a parameter.
-    _screen_categorical = False
+    #: (``TablePreprocessor(screen_categorical=)``): ``"always"``, wherever some column depends on another, with
+    #: ``_split_check``. A design switch chosen on development data (``benchmarks/choose_categorical_screening.py``,
+    #: ``docs/results/choice-cat-screening-split*.md``), not a parameter; False is the baseline it was judged against.
+    _screen_categorical = "always"
     #: ``impute="neighbors"`` also reads and fills the categorical columns (chosen 2026-12-05 over numeric columns
     #: only: ``docs/results/choice-imputation-mixed-*.md``; ``False`` is that baseline, for the choice benchmarks)
     _impute_categorical = True
@@ -326,10 +331,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: the level of its dependence tests for categorical columns (None: the continuous columns'); as above
     _screen_categorical_alpha = None
     #: Screened categorical columns come back unless they only split the clusters found without them
-    #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, judged by
-    #: ``benchmarks/choose_categorical_screening.py`` (held on the first draw, lost on coarse on a fresh one), not
-    #: a parameter.
-    _split_check = False
+    #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, chosen with it.
+    _split_check = True
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,

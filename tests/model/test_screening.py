@@ -330,10 +330,11 @@ def test_a_lenient_categorical_level_keeps_a_weakly_tied_category_more_often_and
     assert dropped[0.2] < dropped[None]  # a strict subset
 
 
-class _SplitCheck(TabClustPFN):
-    """The design switch ``benchmarks/choose_categorical_screening.py`` judges as ``categorical-always-split``."""
-    _screen_categorical = "always"
-    _split_check = True
+class _KeepCategories(TabClustPFN):
+    """The baseline the default was chosen against (``benchmarks/choose_categorical_screening.py``'s
+    ``continuous``): categorical columns never screened."""
+    _screen_categorical = False
+    _split_check = False
 
 
 def _blobs_and_a_category(informative: bool, seed: int = 0, n: int = 600) -> tuple[pd.DataFrame, np.ndarray]:
@@ -348,22 +349,23 @@ def _blobs_and_a_category(informative: bool, seed: int = 0, n: int = 600) -> tup
 
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
-def test_the_split_check_keeps_out_a_category_that_only_splits_the_clusters():
-    """A noise category splits each of three groups by its levels (K = 9 with it kept); screened and checked, it
-    stays out: its levels crossed with the groups found without it describe the partition found with it."""
+def test_by_default_a_category_that_only_splits_the_clusters_stays_out():
+    """A noise category splits each of three groups by its levels (K = 9 with it kept); screened and checked, as
+    the defaults do, it stays out: its levels crossed with the groups found without it describe the partition found
+    with it."""
     from sklearn.metrics import adjusted_rand_score
 
     frame, y = _blobs_and_a_category(informative=False)
-    kept = TabClustPFN(random_state=0).fit(frame)
+    kept = _KeepCategories(random_state=0).fit(frame)
     assert kept.n_clusters_ > 3 and adjusted_rand_score(y, kept.labels_) < 0.6
-    est = _SplitCheck(random_state=0).fit(frame)
+    est = TabClustPFN(random_state=0).fit(frame)
     assert est.preprocessor_.screened_ == ["column 'g'"]
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
     np.testing.assert_array_equal(est.predict(frame.iloc[:40]), est.labels_[:40])  # new rows without the column
 
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
-def test_the_split_check_brings_back_a_category_that_carries_the_clusters_alone(monkeypatch):
+def test_by_default_the_split_check_brings_back_a_category_that_carries_the_clusters_alone(monkeypatch):
     """The groups live in the category alone, beside noise columns: where the screening takes the category out
     (here forced, as a chance dependence among noise columns can), the clusters found without it are noise, the
     put-back test cannot see the tie, and the split check brings it back: the partition with it matches its levels.
@@ -373,9 +375,9 @@ def test_the_split_check_brings_back_a_category_that_carries_the_clusters_alone(
 
     frame, y = _blobs_and_a_category(informative=True, seed=1)
     monkeypatch.setattr(model.screening, "noise_columns", lambda Z, cat_mask, **kw: np.asarray(cat_mask, bool))
-    dropped = type("Always", (TabClustPFN,), {"_screen_categorical": "always"})(random_state=0)
+    dropped = type("NoSplitCheck", (TabClustPFN,), {"_split_check": False})(random_state=0)
     assert dropped.fit(frame).preprocessor_.screened_ == ["column 'g'"]  # out: the groups are lost
     assert adjusted_rand_score(y, dropped.labels_) < 0.2
-    est = _SplitCheck(random_state=0).fit(frame)
+    est = TabClustPFN(random_state=0).fit(frame)
     assert est.preprocessor_.screened_ == []
     assert adjusted_rand_score(y, est.labels_) > 0.95

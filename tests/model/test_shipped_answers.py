@@ -109,20 +109,19 @@ def test_four_tight_clusters_in_two_columns_in_two_close_pairs_come_out_four():
         assert adjusted_rand_score(y, est.labels_) > 0.95
 
 
-def test_a_categorical_noise_column_beside_three_groups_splits_them_unless_categories_are_screened():
-    """Three groups 4 SD apart in 3 columns beside a 3-level category of pure noise. With the defaults the
-    network splits the groups by the category (K = 9, ARI 0.40 on 2026-12-02: a known failure, in the model card);
-    screening the categorical columns independent of every other column (``_screen_categorical="always"``, off:
-    it lost on a fresh draw of one development set, ``docs/results/choice-cat-screening-fresh.md``) drops the
-    category and finds the groups. A network that learns to ignore such a column fails the first assertion:
-    then re-measure whether the screening still pays."""
+def test_a_categorical_noise_column_beside_three_groups_is_screened_and_the_groups_found():
+    """Three groups 4 SD apart in 3 columns beside a 3-level category of pure noise. Kept, the category splits the
+    groups (K = 9, ARI 0.41 on 2026-12-02); the defaults drop a categorical column independent of every other column
+    and keep it out where it only splits the clusters (chosen 2026-12-06,
+    ``docs/results/choice-cat-screening-split*.md``), and find the groups. A network that learns to ignore such a
+    column fails the first assertion: then re-measure whether the screening still pays."""
     frame, y = _categorical_noise()
-    assert answer(TabClustPFN(random_state=0), frame, y)["ari"] < 0.9
 
-    class Screening(TabClustPFN):
-        _screen_categorical = "always"
+    class KeepCategories(TabClustPFN):
+        _screen_categorical, _split_check = False, False
 
-    est = Screening(random_state=0)
+    assert answer(KeepCategories(random_state=0), frame, y)["ari"] < 0.9
+    est = TabClustPFN(random_state=0)
     got = answer(est, frame, y)
     assert got["k"] == 3 and got["ari"] == 1.0
     assert est.preprocessor_.screened_ == ["column 'region'"]
