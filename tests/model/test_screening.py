@@ -381,3 +381,25 @@ def test_by_default_the_split_check_brings_back_a_category_that_carries_the_clus
     est = TabClustPFN(random_state=0).fit(frame)
     assert est.preprocessor_.screened_ == []
     assert adjusted_rand_score(y, est.labels_) > 0.95
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
+@pytest.mark.parametrize("kind", ["bool", "yes/no", "0/1"])
+def test_a_random_flag_beside_three_groups_is_dropped_as_a_category_but_not_as_a_number(kind):
+    """A random two-valued flag beside three groups 4 SD apart in 4 columns. Stored as ``bool`` or as text it is a
+    category, screened by default: K = 3. Stored as the numbers 0 and 1 it is a numeric column of two modes, which
+    the screening keeps (a single informative column looks the same), and it splits every group: K = 6 (the model
+    card's known failure; a fix fails this test's last branch, and the card should say so)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    frame = pd.DataFrame(rng.normal(size=(600, 4)) + 4.0 * y[:, None]).add_prefix("x")
+    flag = rng.integers(0, 2, 600)
+    frame["g"] = {"bool": flag.astype(bool), "yes/no": np.array(["no", "yes"])[flag], "0/1": flag}[kind]
+    est = TabClustPFN(random_state=0).fit(frame)
+    if kind == "0/1":
+        assert est.preprocessor_.screened_ == [] and est.n_clusters_ == 6
+    else:
+        assert est.preprocessor_.screened_ == ["column 'g'"]
+        assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
