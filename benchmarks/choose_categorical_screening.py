@@ -1,49 +1,39 @@
 """Whether the noise screening drops categorical columns independent of every other column too
-(``TabClustPFN._screen_categorical``), chosen on development data by the decision protocol.
+(``TabClustPFN._screen_categorical``, ``_split_check``, ``_screen_binary``), chosen on development data by the
+decision protocol.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --out docs/results/choice-cat-screening
-    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 1000 \\
-        --set prior noisy one-informative coarse skewed low-d cat-noise shapes \\
-        --out docs/results/choice-cat-screening-fresh
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise dev shapes \
+        --out docs/results/choice-cat-screening-binary
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 19000 \
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise shapes \
+        --out docs/results/choice-cat-screening-binary-fresh
 
-Each table of the development sets (``benchmarks/choose_checkpoint.py``'s, with ``cat-noise``: the prior's tables
-with 1-3 categorical columns beside them that are independent of everything) is clustered by
-``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
+Each table of the development sets (``benchmarks/choose_checkpoint.py``'s, with ``cat-noise`` and ``flag-noise``:
+the prior's tables with 1-3 categorical columns, or numeric 0/1 columns, beside them that are independent of
+everything) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
 
-- ``continuous`` (the baseline): ``screen_noise="auto"`` as it is, which tests only continuous columns;
+- ``continuous``: ``screen_noise="auto"`` testing only continuous columns (the default before 2026-12-06);
 - ``categorical``: a categorical column that depends on no other column is dropped as well, where the screening
   runs (:func:`model.screening.noise_columns` with ``categorical=True``), and put back when its levels and the
   clusters found without it are dependent (Pearson's chi-square, :func:`model.screening.associated_columns`);
-- ``categorical-always``: as ``categorical``, and also in tables where the screening does not run because no
-  continuous column has a second mode: there a categorical column independent of every other column is dropped
+- ``categorical-always``: as ``categorical``, and also in tables where no continuous column has a second mode,
   wherever some column depends on another (the continuous columns are all kept);
-- ``categorical-always-0.05`` / ``-0.2``: as ``categorical-always``, a categorical column's dependence tested at
-  level 0.05 / 0.2 instead of 0.01 (``TabClustPFN._screen_categorical_alpha``), so that a category kept on weaker
-  evidence: proposed after ``categorical-always`` lost 6 one-informative tables on the fresh draw, where a weakly
-  informative category was dropped. Being shaped by that loss, a qualifying one must hold on a third draw
-  (``--offset 7000``);
-- ``categorical-always-split``: as ``categorical-always``, and a category that stays out after the put-back test
-  comes back unless it only splits the clusters found without it (the table clustered again with it; it stays out
-  where that partition is closer to the clusters found without it crossed with its levels than to its levels
-  alone: ``TabClustPFN._split_check``). Proposed 2026-12-06 for the losses of ``categorical-always``, a category
-  that carries the clusters alone (one-informative), which the put-back test cannot see against clusters found in
-  noise columns; a qualifying one must hold on a fresh draw (``--offset 17000``).
+- ``categorical-always-0.05`` / ``-0.2``: as ``categorical-always``, a category's dependence tested at level
+  0.05 / 0.2 instead of 0.01 (``TabClustPFN._screen_categorical_alpha``);
+- ``categorical-always-split`` (the default, ``--baseline``'s default): as ``categorical-always``, and a category
+  that stays out after the put-back test comes back unless it only splits the clusters found without it (the table
+  clustered again with it; it stays out where that partition is closer to the clusters found without it crossed
+  with its levels than to its levels alone: ``TabClustPFN._split_check``);
+- ``categorical-always-split-binary``: as the default, and a numeric column of two values (a 0/1 flag, which
+  has no second mode to show and so is never screened as a number) is screened as a category
+  (``TabClustPFN._screen_binary``). Proposed 2026-12-06: three groups 4 SD apart beside a random 0/1 column come out
+  K = 6 (``tests/model/test_screening.py``) where the same flag stored as ``bool`` or text is dropped.
 
-Proposed 2026-12-02 after a probe: three blobs 4 SD apart in 3 columns with one 3-level categorical column of
-noise beside them came out K = 9 (ARI 0.40; every blob split by the noise levels), K = 3 and ARI 1.0 with the
-column dropped; ``categorical-always`` after a first 40 tables of ``cat-noise`` (mean ARI 0.574 against 0.712 on
-the same tables without the noise columns) where ``categorical`` dropped a column in 2. Per set, each variant
-against ``continuous`` table by table: paired mean ARI difference +- standard error,
-tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md): a variant qualifies when it gains beyond two
-standard errors on a set and loses beyond one on none; it must hold on a fresh draw of the synthetic sets (the
-second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
-
-Measured 2026-12-02: ``categorical-always`` qualified on the first draw (``cat-noise`` +0.105 +- 0.013) and lost
-on one-informative on the fresh one (-0.0017 +- 0.0011, 1 better / 6 worse); ``categorical`` qualified only on the
-fresh one. Neither is the default (``docs/results/choice-cat-screening*.md``). Measured 2026-12-06:
-``categorical-always-split`` qualified on the first draw (cat-noise +0.062 +- 0.010) and lost on coarse on the
-fresh one (-0.0004 +- 0.0003, 1 better / 4 worse; cat-noise +0.046 +- 0.011): not the default
-(``choice-cat-screening-split*.md``).
+Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
+better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
+of the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one
+row per table). What each draw gave: ``docs/results/choice-cat-screening*.md`` and CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -55,15 +45,20 @@ import sys
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-BASELINE = "continuous"
+#: today's default (chosen 2026-12-06); ``--baseline continuous`` judges against keeping every category
+BASELINE = "categorical-always-split"
 VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
-            "categorical-always-split")
-#: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)`` and ``TabClustPFN._split_check``
-SETTING = {"continuous": (False, None, False), "categorical": (True, None, False),
-           "categorical-always": ("always", None, False), "categorical-always-0.05": ("always", 0.05, False),
-           "categorical-always-0.2": ("always", 0.2, False), "categorical-always-split": ("always", None, True)}
+            "categorical-always-split", "categorical-always-split-binary")
+#: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)``, ``TabClustPFN._split_check``
+#: and ``TabClustPFN._screen_binary``
+SETTING = {"continuous": (False, None, False, False), "categorical": (True, None, False, False),
+           "categorical-always": ("always", None, False, False),
+           "categorical-always-0.05": ("always", 0.05, False, False),
+           "categorical-always-0.2": ("always", 0.2, False, False),
+           "categorical-always-split": ("always", None, True, False),
+           "categorical-always-split-binary": ("always", None, True, True)}
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200, "low-d": 200,
-         "cat-noise": 200, "dev": 23, "shapes": 54}
+         "cat-noise": 200, "flag-noise": 200, "dev": 23, "shapes": 54}
 
 
 def estimator_for(variant: str, checkpoint: str):
@@ -72,9 +67,10 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    setting, alpha, split_check = SETTING[variant]
+    setting, alpha, split_check, binary = SETTING[variant]
     cls = type(f"TabClustPFN_{variant}", (TabClustPFN,),
-               {"_screen_categorical": setting, "_screen_categorical_alpha": alpha, "_split_check": split_check})
+               {"_screen_categorical": setting, "_screen_categorical_alpha": alpha, "_split_check": split_check,
+                "_screen_binary": binary})
     return cls(checkpoint=checkpoint, random_state=0)
 
 
@@ -90,9 +86,9 @@ def _work(args: tuple) -> list[dict]:
     return fit_each(estimator_for, variants, *common, extra=_screened_categorical)
 
 
-def _with_baseline(variants: list[str]) -> list[str]:
+def _with_baseline(variants: list[str], baseline: str = BASELINE) -> list[str]:
     """``variants`` in :data:`VARIANTS`' order, the baseline first whether asked for or not."""
-    return [v for v in VARIANTS if v == BASELINE or v in variants]
+    return [baseline, *[v for v in VARIANTS if v != baseline and v in variants]]
 
 
 def main(argv=None) -> None:
@@ -102,13 +98,15 @@ def main(argv=None) -> None:
 
     given = sys.argv[1:] if argv is None else list(argv)
     own = argparse.ArgumentParser(add_help=False)
-    own.add_argument("--variants", nargs="+", default=list(VARIANTS[:3]), choices=VARIANTS,
-                     help="the variants fitted, the baseline always among them (default: the first three)")
+    own.add_argument("--variants", nargs="+", default=["categorical-always-split-binary"], choices=VARIANTS,
+                     help="the variants fitted, the baseline always among them (default: %(default)s)")
+    own.add_argument("--baseline", default=BASELINE, choices=VARIANTS,
+                     help="what the variants are judged against (default: today's default, %(default)s)")
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-cat-screening", given, sizes=SIZES,
-                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants),))
-    variants = _with_baseline(args.variants)
-    lines, diffs = table(df, variants, BASELINE)
-    chosen, verdicts = verdict(diffs, BASELINE)
+                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants, a.baseline),))
+    variants = _with_baseline(args.variants, args.baseline)
+    lines, diffs = table(df, variants, args.baseline)
+    chosen, verdicts = verdict(diffs, args.baseline)
     dropped = "; ".join(f"`{v}`: " + ", ".join(
         f"{s} {int((part[f'{v}_dropped_categorical'] > 0).sum())} of {len(part)}"
         for s, part in df.groupby("set", sort=False)) for v in variants[1:])
@@ -120,7 +118,7 @@ def main(argv=None) -> None:
            f"Median fit time (s): {times}.", "",
            f"Protocol: {RULE}; the qualifying variant with the largest mean gain over the sets is chosen.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
-           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{BASELINE}` stays)'}.", "",
+           f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{args.baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_categorical_screening.py " + " ".join(given)
            + "`", checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)

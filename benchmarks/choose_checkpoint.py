@@ -59,6 +59,11 @@ COARSE_FEW_COLUMNS = {"coarse-low-d": (2, 4)}
 #: are independent of everything (2-6 levels, Dirichlet(1) frequencies), as a code or a region often is in a real
 #: table; only where a benchmark asks for it.
 CATEGORICAL_NOISE = "cat-noise"
+#: ``flag-noise`` (added 2026-12-06, for screening numeric 0/1 columns as categories,
+#: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-3 numeric columns of 0s and 1s beside
+#: them that are independent of everything (P(1) uniform in 0.2-0.8), as a yes/no field stored as a number often is;
+#: only where a benchmark asks for it.
+FLAG_NOISE = "flag-noise"
 #: ``dev-gaps`` (added 2026-12-05, for the filling of missing cells, ``benchmarks/choose_imputation.py``): the dev
 #: suite's tables that have missing cells of their own, as read (no imputation, no z-scores; above 1,000 rows the
 #: evaluation's subsample), so the estimator meets real gaps; only where a benchmark asks for it.
@@ -87,6 +92,20 @@ def categorical_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
     return out
 
 
+def flag_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """``frame`` with 1-3 numeric 0/1 noise columns (``flag_0``, ...) appended, drawn from table ``index``'s own
+    stream (``SeedSequence(index, spawn_key=(8,))``), so a table's noise is the same in every run."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(index), spawn_key=(8,)))
+    out = frame.copy()
+    for j in range(int(rng.integers(1, 4))):
+        out[f"flag_{j}"] = (rng.random(len(frame)) < rng.uniform(0.2, 0.8)).astype(np.int64)
+    return out
+
+
+#: the sets made of the prior's tables with noise columns added: set -> the function adding them
+NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise}
+
+
 def tables(which: str, n_tasks: int, offset: int = 0):
     """(name, frame, labels) of one development set, the same for every checkpoint; ``offset``: a synthetic set's
     tables from that validation seed (``shapes``: that table) on (a fresh draw of the same set; the dev suite has
@@ -109,9 +128,9 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         yield from shape_frames(n_tasks, offset)
         return
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
-            and which != CATEGORICAL_NOISE:
+            and which not in NOISE_COLUMNS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, coarse-low-d, "
-                         f"{CATEGORICAL_NOISE}")
+                         f"{', '.join(NOISE_COLUMNS)}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
     if which in FEW_COLUMNS:
@@ -119,11 +138,11 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     elif which in COARSE_FEW_COLUMNS:
         prior = dataclasses.replace(prior_variant(base, "coarse"), n_features=COARSE_FEW_COLUMNS[which])
     else:
-        prior = base if which == CATEGORICAL_NOISE else prior_variant(base, which)
+        prior = base if which in NOISE_COLUMNS else prior_variant(base, which)
+    add_noise = NOISE_COLUMNS.get(which, lambda frame, index: frame)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
-        frame = prior_frame(task.X, task.categorical)
-        yield f"{which}_{i}", categorical_noise(frame, i) if which == CATEGORICAL_NOISE else frame, np.asarray(task.y)
+        yield f"{which}_{i}", add_noise(prior_frame(task.X, task.categorical), i), np.asarray(task.y)
 
 
 def paired(baseline: pd.Series, candidate: pd.Series) -> dict[str, float]:

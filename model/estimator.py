@@ -333,6 +333,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: Screened categorical columns come back unless they only split the clusters found without them
     #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, chosen with it.
     _split_check = True
+    #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
+    #: a design switch judged by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``).
+    _screen_binary = False
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
@@ -454,16 +457,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         codes = checked_codes(self.missing_values)
         table = without_codes(frame, codes)
         table, spread = dequantize_frame(table) if self.dequantize else (table, [])
-        pre = TablePreprocessor(max_features=net.cfg.max_features, max_categories=net.cfg.max_categories,
-                                screen_noise=self.screen_noise, power_transform=self.power_transform,
-                                power_min_skewness=self._power_min_skewness,
-                                power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
-                                screen_categorical=self._screen_categorical,
-                                screen_categorical_alpha=self._screen_categorical_alpha, impute=self.impute,
-                                impute_categorical=self._impute_categorical,
-                                impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,
-                                fence_max_share=self._fence_max_share,
-                                missing_values=codes)
+        pre = self.preprocessor(net.cfg.max_features, net.cfg.max_categories, codes)
         Z, cat_mask = pre.fit_transform(table)
         empty = pre.empty_rows(table)
         if empty.any() and not self._empty_rows_apart:
@@ -510,6 +504,21 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
         self._fitted_sha = sha
         return self
+
+    def preprocessor(self, max_features: int = 64, max_categories: int = 16, missing_values: tuple = ()
+                     ) -> TablePreprocessor:
+        """The unfitted :class:`TablePreprocessor` a fit uses, with this estimator's settings (``max_features`` and
+        ``max_categories``: the network's; ``missing_values``: the codes read as missing, checked)."""
+        return TablePreprocessor(max_features=max_features, max_categories=max_categories,
+                                 screen_noise=self.screen_noise, power_transform=self.power_transform,
+                                 power_min_skewness=self._power_min_skewness,
+                                 power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
+                                 screen_categorical=self._screen_categorical,
+                                 screen_categorical_alpha=self._screen_categorical_alpha,
+                                 screen_binary=self._screen_binary, impute=self.impute,
+                                 impute_categorical=self._impute_categorical,
+                                 impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,
+                                 fence_max_share=self._fence_max_share, missing_values=missing_values)
 
     def _readmit_unless_only_splitting(self, net: TabClustNet, table: pd.DataFrame, pre: TablePreprocessor,
                                        ctx: np.ndarray, k_cap: int, rule: str) -> TablePreprocessor:

@@ -325,6 +325,8 @@ class TablePreprocessor:
         ``model.screening.noise_columns``'s ``categorical``.
     screen_categorical_alpha : float or None, default=None
         The level of the categorical columns' dependence tests there (None: the continuous columns').
+    screen_binary : bool, default=False
+        With ``screen_categorical``, a numeric column of two values (a 0/1 flag) is screened as a category too.
     impute : {"median", "neighbors"}, default="median"
         How a missing numeric cell is filled: the column's median, or the mean over the nearest rows of the fitted
         table that hold it (see the module docstring).
@@ -385,7 +387,7 @@ class TablePreprocessor:
                  screen_categorical_alpha: float | None = None, impute: str = "median",
                  impute_categorical: bool = False, impute_average_gaps: bool = False,
                  clip_fences: float | None = None, fence_max_share: float | None = None,
-                 missing_values: tuple = ()) -> None:
+                 missing_values: tuple = (), screen_binary: bool = False) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -412,6 +414,7 @@ class TablePreprocessor:
             raise ValueError(f"screen_categorical must be one of {CATEGORICAL_SCREENING}, got {screen_categorical!r}")
         self.screen_categorical = screen_categorical
         self.screen_categorical_alpha = screen_categorical_alpha
+        self.screen_binary = bool(screen_binary)
         if impute not in IMPUTE:
             raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
         self.impute = impute
@@ -493,6 +496,7 @@ class TablePreprocessor:
             self._fit_power(frame)
         self.screened_: list[str] = []
         self._screened_columns: list[_Column] = []
+        self._screened_flags: set[str] = set()
         if self.screen_noise and 1 < len(self.columns_) <= SCREEN_MAX_COLUMNS:
             self._screen(frame)
         if len(self.columns_) > self.max_features:
@@ -533,10 +537,18 @@ class TablePreprocessor:
             rows = np.sort(np.random.default_rng(0).choice(frame.shape[0], SCREEN_ROWS, replace=False))
             frame = frame.iloc[rows]
         trigger = "modes" if self.screen_noise == "auto" else "evidence"
-        noise = noise_columns(self._encode(frame), self.cat_mask_, trigger=trigger,
+        Z, as_category = self._encode(frame), self.cat_mask_.copy()
+        if self.screen_binary and self.screen_categorical:  # a numeric flag of two values is screened as a category
+            for j in np.flatnonzero(~self.cat_mask_):
+                values = np.unique(Z[:, j])
+                if len(values) == 2:
+                    Z[:, j], as_category[j] = Z[:, j] == values[1], True
+        noise = noise_columns(Z, as_category, trigger=trigger,
                               categorical=self.screen_categorical, categorical_alpha=self.screen_categorical_alpha)
         if not noise.any():
             return
+        self._screened_flags = {c.name for c, drop, cat, flag in zip(self.columns_, noise, self.cat_mask_, as_category)
+                                if drop and flag and not cat}
         self._screened_columns = [c for c, drop in zip(self.columns_, noise) if drop]
         self.screened_ = [c.name for c in self._screened_columns]
         for name in self.screened_:
@@ -547,8 +559,9 @@ class TablePreprocessor:
 
     @property
     def screened_categorical(self) -> np.ndarray:
-        """(len(screened_),) bool: which screened columns are categorical (their values are category codes)."""
-        return np.array([c.categorical for c in self._screened_columns], bool)
+        """(len(screened_),) bool: which screened columns are categorical (their values are category codes), or were
+        screened as categories (numeric flags of two values, ``screen_binary``)."""
+        return np.array([c.categorical or c.name in self._screened_flags for c in self._screened_columns], bool)
 
     @property
     def fenced_(self) -> dict[str, int]:

@@ -733,11 +733,28 @@ def test_the_cat_noise_set_is_the_prior_sets_tables_with_categorical_noise_besid
     assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("cat-noise", 3)]))
 
 
+def test_the_flag_noise_set_is_the_prior_sets_tables_with_random_numeric_flags_beside_them():
+    """Same validation seeds as ``prior``: the same rows, labels and columns, and 1-3 numeric columns of 0s and 1s
+    appended, the same in every run."""
+    from benchmarks.choose_checkpoint import tables
+
+    for (name, frame, y), (_, plain, y0) in zip(tables("flag-noise", 3), tables("prior", 3)):
+        assert name.startswith("flag-noise_") and np.array_equal(y, y0)
+        pd.testing.assert_frame_equal(frame[plain.columns], plain)
+        extra = [c for c in frame.columns if c not in plain.columns]
+        assert 1 <= len(extra) <= 3 and all(set(np.unique(frame[c])) == {0, 1} for c in extra)
+        assert all(pd.api.types.is_integer_dtype(frame[c]) for c in extra)
+    again = [frame for _, frame, _ in tables("flag-noise", 3)]
+    assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("flag-noise", 3)]))
+
+
 def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_path):
     from benchmarks.choose_categorical_screening import estimator_for, main
+    from model.estimator import TabClustPFN
 
     out = tmp_path / "choice-cat"
-    main(["--set", "cat-noise", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    main(["--set", "cat-noise", "--tasks", "2", "--workers", "1", "--baseline", "continuous", "--variants",
+          "categorical", "categorical-always", "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")
     assert list(df["set"]) == ["cat-noise", "cat-noise"] and (df["continuous_dropped_categorical"] == 0).all()
     assert (df["categorical-always_dropped_categorical"] >= df["categorical_dropped_categorical"]).all()
@@ -751,8 +768,14 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert (lenient._screen_categorical, lenient._screen_categorical_alpha) == ("always", 0.2)
     main(["--set", "cat-noise", "--tasks", "1", "--workers", "1", "--variants", "categorical-always-0.05",
           "--out", str(out)])
-    df = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline
-    assert "categorical-always-0.05_k" in df and "continuous_k" in df and "categorical_k" not in df
+    df = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline (today's default)
+    assert "categorical-always-0.05_k" in df and "categorical-always-split_k" in df and "continuous_k" not in df
+    assert "against categorical-always-split" in (tmp_path / "choice-cat.md").read_text()
+    binary = estimator_for("categorical-always-split-binary", None)
+    assert (binary._screen_categorical, binary._split_check, binary._screen_binary) == ("always", True, True)
+    default = estimator_for("categorical-always-split", None)
+    assert all(getattr(default, a) == getattr(TabClustPFN, a)
+               for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary"))
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

@@ -162,6 +162,23 @@ def test_the_preprocessing_screens_a_categorical_noise_column_when_asked():
     np.testing.assert_array_equal(pre.screened_values(frame)[:, 0], frame["region"].cat.codes.to_numpy())
 
 
+def test_a_numeric_flag_of_noise_is_screened_as_a_category_only_with_screen_binary():
+    """A 0/1 column has no second mode to show as a number (too few values), so only ``screen_binary`` tests it,
+    as a category: dropped beside dependent columns, marked categorical for the put-back's chi-square; an
+    informative flag (the clusters' own) stays."""
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 3, 450)
+    frame = pd.DataFrame(4.0 * y[:, None] + rng.normal(size=(450, 3)), columns=["a", "b", "c"])
+    frame["flag"] = rng.integers(0, 2, 450)
+    frame["told"] = (y == 1).astype(int)  # depends on a, b and c
+    settings = {"screen_noise": "auto", "screen_categorical": "always"}
+    assert TablePreprocessor(**settings).fit(frame).screened_ == []
+    pre = TablePreprocessor(**settings, screen_binary=True).fit(frame)
+    assert pre.screened_ == ["column 'flag'"] and pre.screened_categorical.tolist() == [True]
+    assert pre.transform(frame)[0].shape == (450, 4)
+    assert TablePreprocessor(screen_noise="auto", screen_binary=True).fit(frame).screened_ == []  # categories kept
+
+
 @pytest.mark.parametrize("draw", [
     lambda rng, n: rng.normal(size=n),
     lambda rng, n: rng.lognormal(size=n),
