@@ -753,8 +753,7 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     from model.estimator import TabClustPFN
 
     out = tmp_path / "choice-cat"
-    main(["--set", "cat-noise", "--tasks", "2", "--workers", "1", "--baseline", "continuous", "--variants",
-          "categorical", "categorical-always", "--out", str(out)])
+    main(["--set", "cat-noise", "--tasks", "2", "--workers", "1", "--out", str(out)])  # against continuous
     df = pd.read_csv(f"{out}.csv")
     assert list(df["set"]) == ["cat-noise", "cat-noise"] and (df["continuous_dropped_categorical"] == 0).all()
     assert (df["categorical-always_dropped_categorical"] >= df["categorical_dropped_categorical"]).all()
@@ -768,12 +767,16 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert (lenient._screen_categorical, lenient._screen_categorical_alpha) == ("always", 0.2)
     main(["--set", "cat-noise", "--tasks", "1", "--workers", "1", "--variants", "categorical-always-0.05",
           "--out", str(out)])
-    df = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline (today's default)
-    assert "categorical-always-0.05_k" in df and "categorical-always-split_k" in df and "continuous_k" not in df
-    assert "against categorical-always-split" in (tmp_path / "choice-cat.md").read_text()
+    df = pd.read_csv(f"{out}.csv")  # only the variants asked for, beside the baseline
+    assert "categorical-always-0.05_k" in df and "continuous_k" in df and "categorical_k" not in df
+    main(["--set", "cat-noise", "--tasks", "1", "--workers", "1", "--baseline", "categorical-always-split-binary",
+          "--variants", "categorical-always-split", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")  # judged against today's default
+    assert "categorical-always-split-binary_k" in df and "categorical-always-split_k" in df and "continuous_k" not in df
+    assert "against categorical-always-split-binary" in (tmp_path / "choice-cat.md").read_text()
     binary = estimator_for("categorical-always-split-binary", None)
     assert (binary._screen_categorical, binary._split_check, binary._screen_binary) == ("always", True, True)
-    default = estimator_for("categorical-always-split", None)
+    default = estimator_for("categorical-always-split-binary", None)
     assert all(getattr(default, a) == getattr(TabClustPFN, a)
                for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary"))
     with pytest.raises(ValueError, match="unknown variant"):

@@ -402,11 +402,10 @@ def test_by_default_the_split_check_brings_back_a_category_that_carries_the_clus
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
 @pytest.mark.parametrize("kind", ["bool", "yes/no", "0/1"])
-def test_a_random_flag_beside_three_groups_is_dropped_as_a_category_but_not_as_a_number(kind):
-    """A random two-valued flag beside three groups 4 SD apart in 4 columns. Stored as ``bool`` or as text it is a
-    category, screened by default: K = 3. Stored as the numbers 0 and 1 it is a numeric column of two modes, which
-    the screening keeps (a single informative column looks the same), and it splits every group: K = 6 (the model
-    card's known failure; a fix fails this test's last branch, and the card should say so)."""
+def test_a_random_flag_beside_three_groups_is_dropped_however_it_is_stored(kind):
+    """A random two-valued flag beside three groups 4 SD apart in 4 columns, stored as ``bool``, as text or as the
+    numbers 0 and 1: screened by default (a 0/1 column as a category, ``_screen_binary``), K = 3. Kept, the 0/1
+    column splits every group: K = 6."""
     from sklearn.metrics import adjusted_rand_score
 
     rng = np.random.default_rng(0)
@@ -415,8 +414,21 @@ def test_a_random_flag_beside_three_groups_is_dropped_as_a_category_but_not_as_a
     flag = rng.integers(0, 2, 600)
     frame["g"] = {"bool": flag.astype(bool), "yes/no": np.array(["no", "yes"])[flag], "0/1": flag}[kind]
     est = TabClustPFN(random_state=0).fit(frame)
+    assert est.preprocessor_.screened_ == ["column 'g'"]
+    assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
     if kind == "0/1":
-        assert est.preprocessor_.screened_ == [] and est.n_clusters_ == 6
-    else:
-        assert est.preprocessor_.screened_ == ["column 'g'"]
-        assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
+        kept = type("KeepFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
+        assert kept.preprocessor_.screened_ == [] and kept.n_clusters_ == 6
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
+def test_a_flag_that_carries_the_clusters_beside_noise_columns_is_kept():
+    """Two groups told apart by a 0/1 column alone, four pure-noise columns beside it: no column shows structure
+    but the flag, so nothing is screened, and the answer is the one without flag screening."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    frame = pd.DataFrame(rng.normal(size=(600, 4))).add_prefix("n").assign(flag=y)
+    est = TabClustPFN(random_state=0).fit(frame)
+    assert est.preprocessor_.screened_ == []
+    kept = type("KeepFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
+    np.testing.assert_array_equal(est.labels_, kept.labels_)
