@@ -23,15 +23,15 @@ everything) is clustered by ``TabClustPFN(random_state=0)`` with every other set
   wherever some column depends on another (the continuous columns are all kept);
 - ``categorical-always-0.05`` / ``-0.2``: as ``categorical-always``, a category's dependence tested at level
   0.05 / 0.2 instead of 0.01 (``TabClustPFN._screen_categorical_alpha``);
-- ``categorical-always-split``: as ``categorical-always``, and a category
-  that stays out after the put-back test comes back unless it only splits the clusters found without it (the table
-  clustered again with it; it stays out where that partition is closer to the clusters found without it crossed
-  with its levels than to its levels alone: ``TabClustPFN._split_check``);
-- ``categorical-always-split-binary`` (the default since 2026-12-06): as
-  ``categorical-always-split``, and a numeric column of two values (a 0/1 flag, which
-  has no second mode to show and so is never screened as a number) is screened as a category
-  (``TabClustPFN._screen_binary``). Proposed 2026-12-06: three groups 4 SD apart beside a random 0/1 column come out
-  K = 6 (``tests/model/test_screening.py``) where the same flag stored as ``bool`` or text is dropped.
+- ``categorical-always-split``: as ``categorical-always``, and a category that stays out after the put-back test
+  comes back unless it only splits the clusters found without it (the table clustered again with it; it stays out
+  where that partition is closer to the clusters found without it crossed with its levels than to its levels
+  alone: ``TabClustPFN._split_check``);
+- ``categorical-always-split-binary`` (the default since 2026-12-06): as ``categorical-always-split``, and a
+  numeric column of two values (a 0/1 flag, which has no second mode to show and so is never screened as a number)
+  is screened as a category (``TabClustPFN._screen_binary``). Proposed 2026-12-06: three groups 4 SD apart beside a
+  random 0/1 column came out K = 6 (``tests/model/test_screening.py``), where the same flag stored as ``bool`` or
+  text was dropped.
 
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
