@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from model.k_features import FEATURES, features_key
-from pipeline.evaluation.protocol import LOSS_MARGIN, LOSS_SE, RULE, gains_and_losses
+from pipeline.evaluation.protocol import LOSS, RULE, gains_and_losses
 
 SETS = ("prior", "noisy", "one-informative", "coarse", "dev", "shapes")
 BASELINE = "expected_ari"
@@ -260,8 +260,8 @@ def cost_report(args, argv, title: str, column: str, lines: list[str], times: li
     return [f"# {title} ({sets}, K inferred)", "", *[line.replace("| rule |", f"| {column} |") for line in lines], "",
             f"Fit time (the network loaded before), one torch thread per process, {args.workers} process(es) at "
             "once:", "", *times, "",
-            f"Protocol (a choice for cost): a cheaper {what} qualifies when it loses on no set (a loss: beyond "
-            f"{LOSS_SE:g} s.e. and more than {LOSS_MARGIN:g} in mean ARI); the cheapest of those wins.", "", *verdicts, "", chosen, "",
+            f"Protocol (a choice for cost): a cheaper {what} qualifies when it loses on no set ({LOSS}); the cheapest "
+            "of those wins.", "", *verdicts, "", chosen, "",
             PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
             checkpoint_line(args.checkpoint), *machine_lines()]
 
@@ -353,8 +353,8 @@ def main(argv=None) -> None:
     chosen, verdicts = verdict(diffs, baseline)
     given = sys.argv[1:] if argv is None else list(argv)
     out = ["# How K is chosen among the refined candidates (development sets, K inferred)", "", *lines, "",
-           f"Protocol: {RULE.replace('candidate', 'rule')}; the qualifying rule with the largest mean gain over the sets "
-           "is chosen.", "", *verdicts, "",
+           f"Protocol: {RULE.replace('candidate', 'rule')}; the qualifying rule with the largest mean gain over the "
+           "sets is chosen.", "", *verdicts, "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
            *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]

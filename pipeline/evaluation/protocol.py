@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["GAIN_SE", "LOSS_MARGIN", "LOSS_SE", "RULE", "beyond", "cheapest_holding", "gains_and_losses", "lost"]
+__all__ = ["GAIN_SE", "LOSS", "LOSS_MARGIN", "LOSS_SE", "RULE", "beyond", "cheapest_holding", "gains_and_losses",
+           "lost"]
 
 GAIN_SE, LOSS_SE = 2.0, 1.0
 
@@ -16,9 +17,9 @@ GAIN_SE, LOSS_SE = 2.0, 1.0
 #: losses this small are far below what any suite here resolves (the test suites' s.e. are 0.01-0.03).
 LOSS_MARGIN = 0.001
 
-#: The rule in words, as the choice benchmarks print it.
-RULE = (f"a candidate qualifies when it gains beyond {GAIN_SE:g} standard errors on a set and loses on none (a loss: "
-        f"beyond {LOSS_SE:g} s.e. and more than {LOSS_MARGIN:g} in mean ARI)")
+#: What a loss is, and the rule, in words, as the choice benchmarks print them.
+LOSS = f"a loss: beyond {LOSS_SE:g} s.e. and more than {LOSS_MARGIN:g} in mean ARI"
+RULE = f"a candidate qualifies when it gains beyond {GAIN_SE:g} standard errors on a set and loses on none ({LOSS})"
 
 
 def beyond(mean: float, se: float, factor: float) -> bool:
@@ -53,5 +54,5 @@ def cheapest_holding(per_candidate: Mapping[str, Mapping[str, tuple[float, float
     Only candidates cheaper than the baseline (``cost`` of the key ``"baseline"``) may be chosen."""
     losses = {c: [s for s, (m, se) in per_set.items() if lost(m, se)]
               for c, per_set in per_candidate.items()}
-    holding = [c for c, lost in losses.items() if not lost and cost[c] < cost["baseline"]]
+    holding = [c for c, sets in losses.items() if not sets and cost[c] < cost["baseline"]]
     return (min(holding, key=cost.__getitem__) if holding else None), losses
