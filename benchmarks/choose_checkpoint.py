@@ -104,6 +104,30 @@ def flag_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
 
 #: the sets made of the prior's tables with noise columns added: set -> the function adding them
 NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise}
+#: ``all-cat`` (added 2026-12-06, for the latent class path of tables of categories only,
+#: ``benchmarks/choose_categorical_path.py``): tables whose every column is categorical, drawn as the prior draws its
+#: categorical columns (:func:`latent_class_table`); only where a benchmark asks for it.
+ALL_CATEGORICAL = "all-cat"
+
+
+def latent_class_table(index: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Table ``index`` of the ``all-cat`` set, from its own stream (``SeedSequence(index, spawn_key=(9,))``): K as
+    the prior draws it (2 with probability 0.3, else 3..10), N 100..1,000 rows, each cluster at least 5, mixing
+    proportions ~ Dirichlet(2); 4..16 categorical columns of 2..5 levels, each cluster's level probabilities ~
+    Dirichlet(0.5) (the ZEUS prior's ``dirichlet_alpha``, ``cardinality_range`` and ``category_alpha``), the
+    columns independent given the cluster: the latent class model. Levels are text (``"l0"``, ...)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(index), spawn_key=(9,)))
+    k = 2 if rng.random() < 0.3 else int(rng.integers(3, 11))
+    n, d = int(rng.integers(100, 1001)), int(rng.integers(4, 17))
+    y = np.concatenate([np.repeat(np.arange(k), 5), rng.choice(k, n - 5 * k, p=rng.dirichlet(np.full(k, 2.0)))])
+    y = rng.permutation(y)
+    columns = {}
+    for j in range(d):
+        levels = int(rng.integers(2, 6))
+        cumulative = np.cumsum(rng.dirichlet(np.full(levels, 0.5), size=k), axis=1)[y]  # (n, levels)
+        codes = np.minimum((rng.random(n)[:, None] > cumulative).sum(1), levels - 1)
+        columns[f"c{j}"] = pd.Categorical([f"l{c}" for c in codes])
+    return pd.DataFrame(columns), y
 
 
 def tables(which: str, n_tasks: int, offset: int = 0):
@@ -121,6 +145,10 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         if offset:
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         yield from dev_gap_tables()
+        return
+    if which == ALL_CATEGORICAL:
+        for i in range(offset, offset + n_tasks):
+            yield (f"{which}_{i}", *latent_class_table(i))
         return
     if which == "shapes":  # benchmarks/shapes.py's tables: each seed a block of every kind and size
         from benchmarks.shapes import shape_frames

@@ -783,6 +783,50 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
         estimator_for("everything", None)
 
 
+def test_the_all_cat_set_draws_latent_class_tables_of_text_categories_the_same_in_every_run():
+    from benchmarks.choose_checkpoint import latent_class_table, tables
+
+    drawn = list(tables("all-cat", 6))
+    assert [name for name, _, _ in drawn] == [f"all-cat_{i}" for i in range(6)]
+    for _, frame, y in drawn:
+        assert 100 <= len(frame) <= 1000 and 4 <= frame.shape[1] <= 16 and len(y) == len(frame)
+        assert all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in frame)
+        assert all(2 <= frame[c].nunique() <= 5 for c in frame)
+        k = len(np.unique(y))
+        assert 2 <= k <= 10 and np.bincount(y).min() >= 5
+    fresh = next(iter(tables("all-cat", 1, offset=20000)))
+    assert fresh[0] == "all-cat_20000" and fresh[1].equals(latent_class_table(20000)[0])
+    assert all(a.equals(b) for (_, a, _), (_, b, _) in zip(drawn, tables("all-cat", 6)))
+    # the columns carry the classes: within a class a column's levels differ from the table's as a whole
+    frame, y = latent_class_table(0)
+    from scipy.stats import chi2_contingency
+
+    assert min(chi2_contingency(pd.crosstab(frame[c], y)).pvalue for c in frame) < 1e-6
+
+
+def test_choose_categorical_path_fits_each_variant_with_its_setting_and_counts_the_tables_that_took_it(tmp_path):
+    from benchmarks.choose_categorical_path import estimator_for, main
+    from model.estimator import TabClustPFN
+
+    out = tmp_path / "choice-categorical"
+    main(["--set", "all-cat", "dev", "--tasks", "2", "--workers", "1", "--variants", "latent-network",
+          "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["all-cat", "all-cat", "dev", "dev"]
+    assert list(df["latent-network_latent"]) == [1, 1, 0, 0] and (df["network_latent"] == 0).all()
+    dev = df[df["set"] == "dev"]  # no dev table is all categorical: the same answer
+    assert (dev["network"] == dev["latent-network"]).all() and (dev["network_k"] == dev["latent-network_k"]).all()
+    report = (tmp_path / "choice-categorical.md").read_text()
+    assert "| all-cat | 2 | latent-network |" in report and "all-cat 2 of 2, dev 0 of 2" in report
+    assert "Command: `python benchmarks/choose_categorical_path.py --set all-cat dev" in report
+    assert [estimator_for(v, None)._categorical_path
+            for v in ("network", "latent-kmeans", "latent-network", "latent-both")] == [None, "kmeans", "network",
+                                                                                       "both"]
+    assert estimator_for("latent-network", None)._categorical_path == TabClustPFN._categorical_path  # the default
+    with pytest.raises(ValueError, match="unknown variant"):
+        estimator_for("everything", None)
+
+
 def test_the_diagonal_floor_variants_floor_each_column_by_its_resolution_beyond_four_columns():
     from benchmarks.choose_mixture_refinement import column_floors, variant_labels
     from model.refinement import diagonal_em, full_em

@@ -1,0 +1,97 @@
+"""Whether tables of categories only take K and their partition from latent class models
+(``TabClustPFN._categorical_path``, :mod:`model.latent_class`), chosen on development data by the decision protocol.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py \
+        --set all-cat dev --out docs/results/choice-categorical-path
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --offset 20000 \
+        --set all-cat --variants <the first draw's choice> --out docs/results/choice-categorical-path-fresh
+
+Each table of the development sets (``benchmarks/choose_checkpoint.py``'s; ``all-cat``: tables whose every column
+is categorical, drawn as the prior draws its categorical columns, the latent class model; ``dev``) is clustered by
+``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
+
+- ``network``: such tables take the network's path like any other (the default before 2026-12-06; the baseline);
+- ``latent-kmeans``: every kept column categorical: per K a latent class model run by EM to convergence from a
+  k-means++ partition of the one-hot codes, K by BIC (the network is not run);
+- ``latent-network``: the same from the network's Lloyd-refined candidates;
+- ``latent-both``: the same from both, the likelier model per K.
+
+A table with a column the preprocessing keeps as a number never takes the path, so there every variant's answer is
+the baseline's (the rows say how many tables took it): every table of the prior's sets (``prior``, ``coarse``,
+``cat-noise``, ...; ``--set`` takes them) has at least one continuous column, and no dev table is all categorical.
+Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
+better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw of
+the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+BASELINE = "network"
+#: each variant's ``TabClustPFN._categorical_path``
+SETTING = {"network": None, "latent-kmeans": "kmeans", "latent-network": "network", "latent-both": "both"}
+VARIANTS = tuple(SETTING)
+SIZES = {"all-cat": 200, "dev": 23, "cat-noise": 200, "prior": 400, "coarse": 200}
+
+
+def estimator_for(variant: str, checkpoint: str):
+    """``TabClustPFN(checkpoint=, random_state=0)``, its path for tables of categories only as ``variant`` says."""
+    from model.estimator import TabClustPFN
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
+    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_categorical_path": SETTING[variant]})
+    return cls(checkpoint=checkpoint, random_state=0)
+
+
+def _took_path(est) -> dict:
+    return {"latent": int(est.k_selection_ == "latent-class")}
+
+
+def _work(args: tuple) -> list[dict]:
+    """(checkpoint, set, n, start, stop, offset, variants) -> rows, as :func:`benchmarks.choose_k_rule.fit_each`."""
+    from benchmarks.choose_k_rule import fit_each
+
+    *common, variants = args
+    return fit_each(estimator_for, variants, *common, extra=_took_path)
+
+
+def _with_baseline(variants: list[str]) -> list[str]:
+    """``variants`` in :data:`VARIANTS`' order, the baseline first whether asked for or not."""
+    return [BASELINE, *[v for v in VARIANTS if v != BASELINE and v in variants]]
+
+
+def main(argv=None) -> None:
+    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
+
+    given = sys.argv[1:] if argv is None else list(argv)
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--variants", nargs="+", default=list(VARIANTS[1:]), choices=VARIANTS,
+                     help="the variants fitted, the baseline always among them (default: %(default)s)")
+    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-categorical-path", given, sizes=SIZES,
+                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants),),
+                                      default_sets=["all-cat", "dev"])
+    variants = _with_baseline(args.variants)
+    lines, diffs = table(df, variants, BASELINE)
+    chosen, verdicts = verdict(diffs, BASELINE)
+    took = "; ".join(f"`{v}`: " + ", ".join(f"{s} {int(part[f'{v}_latent'].sum())} of {len(part)}"
+                                             for s, part in df.groupby("set", sort=False)) for v in variants[1:])
+    times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
+    times_cat = ", ".join(f"`{v}` {df.loc[df['set'] == 'all-cat', v + '_s'].median():.3f}" for v in variants)
+    write_variant_report(
+        args, df, "Tables of categories only: the network's path or latent class models ({sets}, K inferred)",
+        lines, [f"Tables that took the latent class path: {took}.",
+                f"Median fit time (s), all tables: {times}; `all-cat` tables: {times_cat}."],
+        verdicts, chosen, BASELINE, "choose_categorical_path.py", given,
+        protocol="; the qualifying variant with the largest mean gain over the sets is chosen")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    main()
