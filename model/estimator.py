@@ -35,6 +35,7 @@ from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
+from model.latent_class import choose as choose_latent_class
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              expected_ari, resolve_k_selection, select_k)
@@ -105,7 +106,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         table of at most 4 preprocessed columns (one-hot codes counted), K and the partition of lowest BIC among
         full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
         ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
-        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``). ``"expected_ari"``: the candidate
+        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``); with ``refine="gmm"`` on a table whose every kept
+        column is categorical, K and the partition of lowest BIC among latent class models run to convergence from
+        the network's candidates (:mod:`model.latent_class`; ``k_selection_ = "latent-class"``; chosen on
+        development data, ``docs/results/choice-categorical-path*.md``). ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
         ARI; a flat posterior gives a central K, not the smallest; a K at which the orderings disagree scores
@@ -223,9 +227,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         whose continuous columns hold few distinct values, as real tables' rounded measurements do
         (``k_ranker_temperature_slope``, fitted on the development suite's real tables;
         :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
-        Where the BIC chose K (``k_selection_ = "bic"``): its K gets the probability a logistic curve in its BIC
-        margin over the runner-up gives, the other K share the rest as a softmax of -BIC / (2N) does, both fitted
-        on development data (:func:`model.low_dim.bic_probabilities`, ``docs/results/bic-calibration.md``).
+        Where the BIC chose K (``k_selection_ = "bic"`` or ``"latent-class"``): its K gets the probability a
+        logistic curve in its BIC margin over the runner-up gives, the other K share the rest as a softmax of
+        -BIC / (2N) does, both fitted on development data (:func:`model.low_dim.bic_probabilities`,
+        ``docs/results/bic-calibration.md``, ``docs/results/latent-class-calibration.md``).
         None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, -BIC / (2N), the posterior, or
@@ -343,6 +348,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
     #: ``docs/results/choice-low-dim-kmeans-starts*.md``); the time it saves: ``benchmarks/bench_low_dim_starts.py``.
     _low_dim_starts = "kmeans"
+    #: Where every kept column is categorical, K and the partition from latent class models, K by BIC
+    #: (:mod:`model.latent_class`), their EM started from: ``"kmeans"``, k-means++ partitions of the one-hot codes (the
+    #: network is not run); ``"network"``, the network's Lloyd-refined candidates; ``"both"``, the likelier of the two
+    #: per K; None: such tables take the network's path like any other (the baseline it was judged against).
+    #: Chosen on development data (``benchmarks/choose_categorical_path.py``).
+    _categorical_path = "network"
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -560,9 +571,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             rows = design(Z[ctx], cat_mask, self._widths)
         # K by BIC of full-covariance mixtures (model.low_dim) on tables of few design columns; started from
         # k-means++ partitions there, the network is not run at all
-        bic_path = (self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
-                    and rows.shape[1] <= LOW_DIM_MAX_WIDTH)
-        if bic_path and self._low_dim_starts == "kmeans":
+        defaults = self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
+        # K by BIC of latent class models (model.latent_class) on tables of categories only
+        latent = defaults and self._categorical_path is not None and bool(cat_mask.all())
+        bic_path = defaults and not latent and rows.shape[1] <= LOW_DIM_MAX_WIDTH
+        if latent and self._categorical_path == "kmeans":
+            self._orders, context, posterior, perms = [], None, None, None
+            candidates, refined = kmeans_starts(rows, k_hi), None
+        elif bic_path and self._low_dim_starts == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
             candidates, refined = kmeans_starts(rows, k_hi), None
         else:
@@ -581,6 +597,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         low_dim = None
         if bic_path:
             rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi)
+        elif latent:
+            starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
+            if self._categorical_path == "both":
+                for k, start in zip(range(2, k_hi + 1), kmeans_starts(rows, k_hi)):
+                    starts[k].append(start)
+            rule = "latent-class"
+            low_dim = choose_latent_class(rows, one_hot_blocks(cat_mask, self._widths), starts)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
         if low_dim is not None:  # the network's own rules are not needed: BIC's scores and probabilities

@@ -388,7 +388,8 @@ def _k_rule(cfg: EvalConfig) -> str:
         return "`auto`"
     refine = cfg.refine or DEFAULT_REFINE
     resolved = resolve_k_selection(rule, ranker, refine)
-    few = "; BIC on tables of <= 4 columns" if refine == "gmm" else ""  # model.low_dim
+    # model.low_dim, model.latent_class
+    few = "; BIC on tables of <= 4 columns or of categories only" if refine == "gmm" else ""
     return f"`auto` (the checkpoint's K ranker{few})" if resolved == "ranker" else f"`auto` ({resolved}{few})"
 
 

@@ -691,3 +691,45 @@ def test_a_few_gross_values_are_fenced_and_no_longer_hide_the_clusters():
     unfenced = TabClustPFN(random_state=0)
     unfenced._clip_fences = None
     assert adjusted_rand_score(y[5:], unfenced.fit(X).labels_[5:]) < 0.1
+
+
+def _latent_class_frame(seed: int = 0, n: int = 450, d: int = 8) -> tuple[pd.DataFrame, np.ndarray]:
+    """A table of ``d`` text columns drawn from three latent classes, each favouring its own level of every
+    column (probability 0.85; the other two 0.075 each)."""
+    rng = np.random.default_rng(seed)
+    favoured = np.stack([rng.permutation(3) for _ in range(d)])  # (d, 3): class c's level of column j
+    rows = np.random.default_rng([seed, n])
+    y = rows.permutation(np.arange(n) % 3)
+    other = rows.integers(1, 3, size=(n, d))  # which of the other two levels, where the favoured one is not drawn
+    codes = np.where(rows.random((n, d)) < 0.85, favoured.T[y], (favoured.T[y] + other) % 3)
+    return pd.DataFrame({f"q{j}": pd.Categorical([f"answer {c}" for c in codes[:, j]]) for j in range(d)}), y
+
+
+def test_a_table_of_categories_only_takes_k_and_its_partition_from_latent_class_models(tiny_checkpoint):
+    """Every column categorical: K of lowest BIC among latent class models started from the network's candidates
+    (model.latent_class), its probabilities over K from the BIC, the model assigning new rows and other K."""
+    from model.latent_class import CategoricalMixture
+
+    frame, y = _latent_class_frame()
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(frame)
+    assert est.k_selection_ == "latent-class" and est.n_clusters_ == 3
+    assert adjusted_rand_score(y, est.labels_) > 0.9
+    assert isinstance(est._centroids, CategoricalMixture)
+    assert max(est.k_scores_, key=est.k_scores_.get) == 3
+    assert sum(est.k_probabilities_.values()) == pytest.approx(1.0)
+    assert max(est.k_probabilities_, key=est.k_probabilities_.get) == 3
+    np.testing.assert_array_equal(est.predict(frame), est.labels_)
+    np.testing.assert_allclose(est.predict_proba(frame), est.probabilities_, atol=1e-6)
+    new, y_new = _latent_class_frame(n=60)  # the same classes, other rows
+    assert adjusted_rand_score(y_new, est.predict(new)) > 0.8
+    assert len(np.unique(est.predict(frame, n_clusters=2))) == 2
+    baseline = TabClustPFN(checkpoint=tiny_checkpoint)
+    baseline._categorical_path = None  # the design alternative it replaced: the network's path
+    assert baseline.fit(frame).k_selection_ != "latent-class"
+
+
+def test_a_numeric_column_beside_the_categories_keeps_the_networks_path(tiny_checkpoint):
+    frame, y = _latent_class_frame(seed=1)
+    frame["amount"] = np.random.default_rng(0).normal(size=len(frame)) + 3.0 * y
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(frame)
+    assert est.k_selection_ == "expected_ari"  # the network's rule ("auto" without a K ranker in the checkpoint)
