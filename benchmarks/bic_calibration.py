@@ -14,7 +14,8 @@ probabilities over K, each fitted by maximum likelihood on the first draw (valid
 - ``top + softmax`` (:func:`model.low_dim.bic_probabilities`): the K of lowest BIC gets a logistic curve in the
   log of its margin over the runner-up (half the BIC gap), fitted to whether it was the labelled K
   (:func:`model.low_dim.fit_top_calibration`); the other K share the rest as the softmax at today's temperature
-  does.
+  does, or (``fitted, its own temperature``) at the temperature that, with the fitted curve, maximises the
+  likelihood of the labelled K (:func:`model.low_dim.fit_rest_temperature`).
 
 Each is reported with today's constants (``model.low_dim``: ``TEMPERATURE``, ``TOP_INTERCEPT``, ``TOP_SLOPE``) and
 with those fitted here, on that draw and on a fresh one (``--fresh-offset``): how often the chosen K is the labelled
@@ -22,6 +23,12 @@ one, the mean probability given to it, the expected calibration error of that to
 log-likelihood of the labelled K, how often the smallest set of K holding 80 % of the probability holds the labelled
 K, and its size. Writes ``OUT.md`` and ``OUT.csv`` (one row per table: its draw, set, rows, labelled K, chosen K and
 -BIC / (2N) per K).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --path latent-class --fresh-offset 21000
+
+does the same for the latent class path of tables of categories only (:mod:`model.latent_class`, its constants), on
+the ``all-cat`` development set, each table clustered by the estimator's defaults (its ``k_scores_``), and writes
+``docs/results/latent-class-calibration``.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 SIZES = {"low-d": 200, "shapes": 54}
+#: ``--path latent-class``: the latent class path's probabilities (:mod:`model.latent_class`) on the ``all-cat``
+#: development set (tables of categories only), as the estimator's defaults compute them (``k_scores_``)
+LATENT_SIZES = {"all-cat": 200}
 
 
 def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
@@ -62,6 +72,31 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
         rows.append({"draw": offset, "set": which, "table": name, "rows": X.shape[0], "K": int(len(np.unique(y))),
                      "k": choice.k,
                      **{f"score_{k}": float(scores[k - 2]) for k in range(2, c_max + 2)}})
+    return rows
+
+
+def _work_latent(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+    checkpoint, which, n, start, stop, offset = args
+    import warnings
+
+    import torch
+
+    from benchmarks.choose_checkpoint import tables
+    from model.estimator import TabClustPFN
+
+    torch.set_num_threads(1)
+    est, rows = TabClustPFN(checkpoint=checkpoint, random_state=0), []
+    for i, (name, frame, y) in enumerate(tables(which, n, offset)):
+        if not start <= i < stop:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(frame)
+        if est.k_selection_ != "latent-class":
+            continue
+        rows.append({"draw": offset, "set": which, "table": name, "rows": len(est.context_indices_),
+                     "K": int(len(np.unique(y))), "k": est.k_chosen_,
+                     **{f"score_{k}": float(v) for k, v in est.k_scores_.items()}})
     return rows
 
 
@@ -104,8 +139,9 @@ def summary(df: pd.DataFrame, temperature: float, top: tuple[float, float] | Non
 def main(argv=None) -> None:
     from benchmarks.choose_k_rule import rows_per_set, write_results
     from model.estimator import default_checkpoint_path
+    from model import latent_class, low_dim
     from model.k_ranker import fit_temperature
-    from model.low_dim import TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE, fit_top_calibration, top_margin
+    from model.low_dim import fit_rest_temperature, fit_top_calibration, top_margin
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -113,22 +149,32 @@ def main(argv=None) -> None:
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
     ap.add_argument("--fresh-offset", type=int, default=1000, help="the fresh draw's first validation seed")
-    ap.add_argument("--out", default="docs/results/bic-calibration")
+    ap.add_argument("--path", default="low-dim", choices=("low-dim", "latent-class"),
+                    help="the BIC path of few numeric columns (model.low_dim) or the latent class path of tables of "
+                         "categories only (model.latent_class)")
+    ap.add_argument("--out", default=None,
+                    help="default: docs/results/bic-calibration, or latent-class-calibration for that path")
     args = ap.parse_args(argv)
     if args.fresh_offset <= 0:
         ap.error("--fresh-offset must be > 0: the fit draw starts at 0")
+    latent = args.path == "latent-class"
+    module, sizes, work = (latent_class, LATENT_SIZES, _work_latent) if latent else (low_dim, SIZES, _work)
+    TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE = module.TEMPERATURE, module.TOP_INTERCEPT, module.TOP_SLOPE  # noqa: N806
+    out_path = args.out or ("docs/results/latent-class-calibration" if latent else "docs/results/bic-calibration")
     rows = []
     for offset in (0, args.fresh_offset):
-        rows += rows_per_set(_work, args.checkpoint, list(SIZES), SIZES, args.tasks, args.workers, extra=(offset,))
+        rows += rows_per_set(work, args.checkpoint, list(sizes), sizes, args.tasks, args.workers, extra=(offset,))
     df = pd.DataFrame(rows)
     fit = df[df["draw"] == 0]
     temperature = fit_temperature(score_matrix(fit), fit["K"].to_numpy())
     finite = np.isfinite(top_margin(score_matrix(fit), fit["rows"].to_numpy(float)))
     fitted_top = fit_top_calibration(top_margin(score_matrix(fit), fit["rows"].to_numpy(float))[finite],
                                      (fit["k"] == fit["K"]).to_numpy()[finite])
+    rest = fit_rest_temperature(score_matrix(fit), fit["rows"].to_numpy(float), fit["K"].to_numpy(), *fitted_top)
     models = [("softmax", "today's", TEMPERATURE, None), ("softmax", "fitted", temperature, None),
               ("top + softmax", "today's", TEMPERATURE, (TOP_INTERCEPT, TOP_SLOPE)),
-              ("top + softmax", "fitted", TEMPERATURE, fitted_top)]
+              ("top + softmax", "fitted", TEMPERATURE, fitted_top),
+              ("top + softmax", "fitted, its own temperature", rest, fitted_top)]
     keys = ("tables", "top K right", "its mean probability", "ECE", "mean log p(labelled K)", "80 % set holds K",
             "80 % set size")
     lines = ["| draw | set | model | constants | " + " | ".join(keys) + " |", "|---|---|---|---|" + "---|" * len(keys)]
@@ -140,13 +186,17 @@ def main(argv=None) -> None:
                 values = [f"{s[k]:.3f}" if k != "tables" else str(s[k]) for k in keys]
                 lines.append(f"| {label} | {which} | {model} | {which_constants} | " + " | ".join(values) + " |")
     given = sys.argv[1:] if argv is None else list(argv)
-    out = ["# The BIC path's probabilities over K (development sets, tables of few columns)", "", *lines, "",
-           f"Today's constants: temperature {TEMPERATURE:.4g}, top choice (intercept, slope) ({TOP_INTERCEPT:.4g}, "
+    title = ("The latent class path's probabilities over K (development set, tables of categories only)" if latent
+             else "The BIC path's probabilities over K (development sets, tables of few columns)")
+    out = [f"# {title}", "", *lines, "",
+           f"Today's constants (`{module.__name__}`): temperature {TEMPERATURE:.4g}, top choice (intercept, "
+           f"slope) ({TOP_INTERCEPT:.4g}, "
            f"{TOP_SLOPE:.4g}). Fitted on the fit draw: temperature {temperature:.4g} (the labelled K), top choice "
-           f"({fitted_top[0]:.4g}, {fitted_top[1]:.4g}) (whether the top K was the labelled one).", "",
+           f"({fitted_top[0]:.4g}, {fitted_top[1]:.4g}) (whether the top K was the labelled one), and with that "
+           f"curve the temperature of the rest {rest:.4g} (the labelled K under both).", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/bic_calibration.py " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
-    write_results(args.out, df, out)
+    write_results(out_path, df, out)
 
 
 if __name__ == "__main__":

@@ -197,6 +197,28 @@ def fit_top_calibration(margin: np.ndarray, right: np.ndarray) -> tuple[float, f
     return tuple(float(v) for v in minimize(nll, np.zeros(2), method="BFGS").x)
 
 
+def fit_rest_temperature(scores: np.ndarray, n: np.ndarray, k_true: np.ndarray, intercept: float,
+                         slope: float) -> float:
+    """The temperature that maximises the likelihood of the labelled K of T tables under
+    :func:`bic_probabilities` with the top choice's curve (``intercept``, ``slope``) fixed: ``scores`` (T, C) per-row
+    scores -BIC / (2N) of K = 2..C+1, ``n`` (T,) rows, ``k_true`` (T,); tables whose labelled K is not admissible
+    are left out. The softmax alone fits a lower temperature than the rest's share wants once the top choice has
+    its own curve."""
+    from scipy.optimize import minimize_scalar
+
+    scores = np.asarray(scores, np.float64)
+    idx = np.asarray(k_true) - 2
+    ok = (idx >= 0) & (idx < scores.shape[1])
+    ok[ok] &= np.isfinite(scores[np.flatnonzero(ok), idx[ok]])
+    s, rows, idx = scores[ok], np.asarray(n, np.float64)[ok], idx[ok]
+
+    def nll(log_t: float) -> float:
+        p = bic_probabilities(s, rows, float(np.exp(log_t)), intercept, slope)
+        return float(-np.log(np.clip(p[np.arange(len(p)), idx], 1e-300, 1.0)).mean())
+
+    return float(np.exp(minimize_scalar(nll, bounds=(-6.0, 8.0), method="bounded").x))
+
+
 def kmeans_start(X: np.ndarray, k: int, seed: int = KMEANS_SEED) -> np.ndarray:
     """A k-means++ partition of the rows ``X`` into ``k`` (one initialisation seeded by ``seed``, Lloyd to
     convergence; the start scikit-learn's mixtures use). Rows of fewer distinct values than ``k`` leave components

@@ -35,6 +35,22 @@ def test_bic_calibration_fits_its_models_on_the_first_draw_and_reports_both_draw
         main(["--fresh-offset", "0", "--out", str(out)])
 
 
+def test_the_latent_class_path_is_calibrated_on_tables_of_categories_only_with_its_own_constants(tmp_path):
+    from benchmarks.bic_calibration import main
+    from model import latent_class
+
+    out = tmp_path / "latent"
+    main(["--path", "latent-class", "--tasks", "2", "--workers", "1", "--fresh-offset", "500", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert list(df["set"]) == ["all-cat"] * 4 and list(df["draw"]) == [0, 0, 500, 500]
+    scores = df[[c for c in df.columns if c.startswith("score_")]].to_numpy(float)
+    assert np.all(np.nanmax(scores, axis=1) == scores[np.arange(len(df)), df["k"].to_numpy() - 2])
+    report = (tmp_path / "latent.md").read_text()
+    assert report.startswith("# The latent class path's probabilities over K")
+    assert (f"Today's constants (`model.latent_class`): temperature {latent_class.TEMPERATURE:.4g}, top choice "
+            f"(intercept, slope) ({latent_class.TOP_INTERCEPT:.4g}, {latent_class.TOP_SLOPE:.4g})") in report
+
+
 def test_the_summary_scores_the_top_choice_against_the_labelled_k():
     from benchmarks.bic_calibration import summary
 
