@@ -4,7 +4,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py \
         --set all-cat dev --out docs/results/choice-categorical-path
     PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --offset 20000 \
-        --set all-cat --variants <the first draw's choice> --out docs/results/choice-categorical-path-fresh
+        --set all-cat --variants latent-network --out docs/results/choice-categorical-path-fresh
 
 Each table of the development sets (``benchmarks/choose_checkpoint.py``'s; ``all-cat``: tables whose every column
 is categorical, drawn as the prior draws its categorical columns, the latent class model; ``dev``) is clustered by
@@ -14,14 +14,27 @@ is categorical, drawn as the prior draws its categorical columns, the latent cla
 - ``latent-kmeans``: every kept column categorical: per K a latent class model run by EM to convergence from a
   k-means++ partition of the one-hot codes, K by BIC (the network is not run);
 - ``latent-network``: the same from the network's Lloyd-refined candidates;
-- ``latent-both``: the same from both, the likelier model per K.
+- ``latent-both``: the same from both, the likelier model per K;
+- ``latent-network-flags``: ``latent-network``, a numeric column of two values (a 0/1 flag) counted as a category
+  (``TabClustPFN._categorical_flags``), judged against ``latent-network`` (``--baseline``) on ``all-cat-flags``,
+  the ``all-cat`` tables with their two-level columns stored as 0 / 1.
+
+The flags (the ``all-cat`` tables' two-level columns as numbers; ``flag-noise``: prior tables with random 0/1 columns
+beside them, which never take the path, as they have continuous columns):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --baseline latent-network \
+        --variants latent-network-flags --set all-cat-flags all-cat dev \
+        --out docs/results/choice-categorical-flags
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --offset 22000 --baseline latent-network \
+        --variants latent-network-flags --set all-cat-flags --out docs/results/choice-categorical-flags-fresh
 
 A table with a column the preprocessing keeps as a number never takes the path, so there every variant's answer is
 the baseline's (the rows say how many tables took it): every table of the prior's sets (``prior``, ``coarse``,
 ``cat-noise``, ...; ``--set`` takes them) has at least one continuous column, and no dev table is all categorical.
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw of
-the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one row
+per table).
 """
 
 from __future__ import annotations
@@ -33,11 +46,14 @@ import sys
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+#: what ``--baseline`` defaults to (the baseline of the first choice); today's default is ``latent-network``
 BASELINE = "network"
-#: each variant's ``TabClustPFN._categorical_path``
-SETTING = {"network": None, "latent-kmeans": "kmeans", "latent-network": "network", "latent-both": "both"}
+#: each variant's ``TabClustPFN._categorical_path`` and ``_categorical_flags``
+SETTING = {"network": (None, False), "latent-kmeans": ("kmeans", False), "latent-network": ("network", False),
+           "latent-both": ("both", False), "latent-network-flags": ("network", True)}
 VARIANTS = tuple(SETTING)
-SIZES = {"all-cat": 200, "dev": 23, "cat-noise": 200, "prior": 400, "coarse": 200}
+SIZES = {"all-cat": 200, "all-cat-flags": 200, "dev": 23, "cat-noise": 200, "flag-noise": 200, "prior": 400,
+         "coarse": 200}
 
 
 def estimator_for(variant: str, checkpoint: str):
@@ -46,7 +62,8 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_categorical_path": SETTING[variant]})
+    path, flags = SETTING[variant]
+    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_categorical_path": path, "_categorical_flags": flags})
     return cls(checkpoint=checkpoint, random_state=0)
 
 
@@ -62,9 +79,9 @@ def _work(args: tuple) -> list[dict]:
     return fit_each(estimator_for, variants, *common, extra=_took_path)
 
 
-def _with_baseline(variants: list[str]) -> list[str]:
+def _with_baseline(variants: list[str], baseline: str = BASELINE) -> list[str]:
     """``variants`` in :data:`VARIANTS`' order, the baseline first whether asked for or not."""
-    return [BASELINE, *[v for v in VARIANTS if v != BASELINE and v in variants]]
+    return [baseline, *[v for v in VARIANTS if v != baseline and v in variants]]
 
 
 def main(argv=None) -> None:
@@ -72,23 +89,27 @@ def main(argv=None) -> None:
 
     given = sys.argv[1:] if argv is None else list(argv)
     own = argparse.ArgumentParser(add_help=False)
-    own.add_argument("--variants", nargs="+", default=list(VARIANTS[1:]), choices=VARIANTS,
+    own.add_argument("--variants", nargs="+", default=list(VARIANTS[1:4]), choices=VARIANTS,
                      help="the variants fitted, the baseline always among them (default: %(default)s)")
+    own.add_argument("--baseline", default=BASELINE, choices=VARIANTS,
+                     help="what the variants are judged against (default: %(default)s)")
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-categorical-path", given, sizes=SIZES,
-                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants),),
+                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants, a.baseline),),
                                       default_sets=["all-cat", "dev"])
-    variants = _with_baseline(args.variants)
-    lines, diffs = table(df, variants, BASELINE)
-    chosen, verdicts = verdict(diffs, BASELINE)
+    variants = _with_baseline(args.variants, args.baseline)
+    lines, diffs = table(df, variants, args.baseline)
+    chosen, verdicts = verdict(diffs, args.baseline)
     took = "; ".join(f"`{v}`: " + ", ".join(f"{s} {int(part[f'{v}_latent'].sum())} of {len(part)}"
                                              for s, part in df.groupby("set", sort=False)) for v in variants[1:])
     times = ", ".join(f"`{v}` {df[v + '_s'].median():.3f}" for v in variants)
-    times_cat = ", ".join(f"`{v}` {df.loc[df['set'] == 'all-cat', v + '_s'].median():.3f}" for v in variants)
+    times_cat = "; ".join(f"`{s}`: " + ", ".join(f"`{v}` {df.loc[df['set'] == s, v + '_s'].median():.3f}"
+                                                 for v in variants)
+                          for s in ("all-cat", "all-cat-flags") if (df["set"] == s).any())
     write_variant_report(
         args, df, "Tables of categories only: the network's path or latent class models ({sets}, K inferred)",
         lines, [f"Tables that took the latent class path: {took}.",
-                f"Median fit time (s), all tables: {times}; `all-cat` tables: {times_cat}."],
-        verdicts, chosen, BASELINE, "choose_categorical_path.py", given,
+                f"Median fit time (s), all tables: {times}; {times_cat}."],
+        verdicts, chosen, args.baseline, "choose_categorical_path.py", given,
         protocol="; the qualifying variant with the largest mean gain over the sets is chosen")
 
 

@@ -108,6 +108,9 @@ NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise}
 #: ``benchmarks/choose_categorical_path.py``): tables whose every column is categorical, drawn as the prior draws its
 #: categorical columns (:func:`latent_class_table`); only where a benchmark asks for it.
 ALL_CATEGORICAL = "all-cat"
+#: ``all-cat-flags`` (added 2026-12-06, for numeric 0/1 flags on that path): the ``all-cat`` tables with every
+#: column of two levels stored as the numbers 0 and 1, as yes/no fields often are; only where a benchmark asks for it.
+ALL_CATEGORICAL_FLAGS = "all-cat-flags"
 
 
 def latent_class_table(index: int) -> tuple[pd.DataFrame, np.ndarray]:
@@ -146,9 +149,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         yield from dev_gap_tables()
         return
-    if which == ALL_CATEGORICAL:
+    if which in (ALL_CATEGORICAL, ALL_CATEGORICAL_FLAGS):
         for i in range(offset, offset + n_tasks):
-            yield (f"{which}_{i}", *latent_class_table(i))
+            frame, y = latent_class_table(i)
+            if which == ALL_CATEGORICAL_FLAGS:  # two levels "l0" / "l1" -> 0 / 1
+                frame = frame.apply(lambda c: c.cat.codes.astype(np.int64) if c.nunique() == 2 else c)
+            yield f"{which}_{i}", frame, y
         return
     if which == "shapes":  # benchmarks/shapes.py's tables: each seed a block of every kind and size
         from benchmarks.shapes import shape_frames

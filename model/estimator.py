@@ -35,6 +35,7 @@ from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
+from model.latent_class import CategoricalMixture, flag_cuts, flags_recoded
 from model.latent_class import choose as choose_latent_class
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
@@ -107,9 +108,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
         ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
         +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``); with ``refine="gmm"`` on a table whose every kept
-        column is categorical, K and the partition of lowest BIC among latent class models run to convergence from
-        the network's candidates (:mod:`model.latent_class`; ``k_selection_ = "latent-class"``; chosen on
-        development data, ``docs/results/choice-categorical-path*.md``). ``"expected_ari"``: the candidate
+        column is categorical or a numeric 0/1 flag, K and the partition of lowest BIC among latent class models run
+        to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
+        "latent-class"``; chosen on development data, ``docs/results/choice-categorical-{path,flags}*.md``).
+        ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
         ARI; a flat posterior gives a central K, not the smallest; a K at which the orderings disagree scores
@@ -348,12 +350,16 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
     #: ``docs/results/choice-low-dim-kmeans-starts*.md``); the time it saves: ``benchmarks/bench_low_dim_starts.py``.
     _low_dim_starts = "kmeans"
-    #: Where every kept column is categorical, K and the partition from latent class models, K by BIC
+    #: Where every kept column is categorical (or a flag, below), K and the partition from latent class models, K by BIC
     #: (:mod:`model.latent_class`), their EM started from: ``"kmeans"``, k-means++ partitions of the one-hot codes (the
     #: network is not run); ``"network"``, the network's Lloyd-refined candidates; ``"both"``, the likelier of the two
     #: per K; None: such tables take the network's path like any other (the baseline it was judged against).
     #: Chosen on development data (``benchmarks/choose_categorical_path.py``).
     _categorical_path = "network"
+    #: Whether a numeric column of two values (a 0/1 flag) counts as a category for that path (a table of flags, or of
+    #: flags and categories, takes it; its flags are one-hot in the path's design); False: only categorical columns,
+    #: the baseline it was judged against (``choice-categorical-flags*.md``).
+    _categorical_flags = True
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -572,12 +578,20 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         # K by BIC of full-covariance mixtures (model.low_dim) on tables of few design columns; started from
         # k-means++ partitions there, the network is not run at all
         defaults = self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
-        # K by BIC of latent class models (model.latent_class) on tables of categories only
-        latent = defaults and self._categorical_path is not None and bool(cat_mask.all())
+        # K by BIC of latent class models (model.latent_class) on tables of categories only (numeric 0/1 flags
+        # among them with _categorical_flags), in a design of their own: every flag one-hot too
+        cuts = flag_cuts(Z[ctx], cat_mask) if self._categorical_flags else np.full(Z.shape[1], np.nan)
+        latent = defaults and self._categorical_path is not None and bool((cat_mask | np.isfinite(cuts)).all())
+        self._latent_design = None
+        if latent:
+            latent_mask = cat_mask | np.isfinite(cuts)
+            latent_widths = one_hot_widths(flags_recoded(Z, cuts), latent_mask)
+            self._latent_design = (cuts, latent_mask, latent_widths)
+            latent_rows = design(flags_recoded(Z[ctx], cuts), latent_mask, latent_widths)
         bic_path = defaults and not latent and rows.shape[1] <= LOW_DIM_MAX_WIDTH
         if latent and self._categorical_path == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
-            candidates, refined = kmeans_starts(rows, k_hi), None
+            candidates, refined = kmeans_starts(latent_rows, k_hi), None
         elif bic_path and self._low_dim_starts == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
             candidates, refined = kmeans_starts(rows, k_hi), None
@@ -600,10 +614,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":
-                for k, start in zip(range(2, k_hi + 1), kmeans_starts(rows, k_hi)):
+                for k, start in zip(range(2, k_hi + 1), kmeans_starts(latent_rows, k_hi)):
                     starts[k].append(start)
             rule = "latent-class"
-            low_dim = choose_latent_class(rows, one_hot_blocks(cat_mask, self._widths), starts)
+            low_dim = choose_latent_class(latent_rows, one_hot_blocks(latent_mask, latent_widths), starts)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
         if low_dim is not None:  # the network's own rules are not needed: BIC's scores and probabilities
@@ -869,9 +883,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         """Soft assignment (n, components) of preprocessed rows to the refined means (``centroids``, default the
         fitted ones), ``batch_rows`` at a time (bounds the one-hot design's memory)."""
         centroids = self._centroids if centroids is None else centroids
+        cuts, widths = None, self._widths
+        if isinstance(centroids, CategoricalMixture):  # the latent class path's own design (flags one-hot)
+            cuts, cat_mask, widths = self._latent_design
         out = np.empty((len(Z), centroids.means.shape[0]), np.float64)
         for start in range(0, len(Z), self.batch_rows):
-            block = design(Z[start : start + self.batch_rows], cat_mask, self._widths)
+            block = Z[start : start + self.batch_rows]
+            block = design(block if cuts is None else flags_recoded(block, cuts), cat_mask, widths)
             out[start : start + len(block)] = centroids.probabilities(block)
         return out
 

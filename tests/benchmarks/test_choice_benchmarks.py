@@ -804,6 +804,22 @@ def test_the_all_cat_set_draws_latent_class_tables_of_text_categories_the_same_i
     assert min(chi2_contingency(pd.crosstab(frame[c], y)).pvalue for c in frame) < 1e-6
 
 
+def test_the_all_cat_flags_set_is_the_all_cat_tables_with_their_two_level_columns_as_numbers():
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+
+    for (name, frame, y), (_, text, y0) in zip(tables("all-cat-flags", 6), tables("all-cat", 6)):
+        assert name.startswith("all-cat-flags_") and np.array_equal(y, y0) and list(frame) == list(text)
+        for c in frame:
+            if text[c].nunique() == 2:
+                assert pd.api.types.is_integer_dtype(frame[c]) and set(frame[c]) == {0, 1}
+                assert adjusted_rand_score(frame[c], text[c].cat.codes) == 1.0  # the same levels
+            else:
+                pd.testing.assert_series_equal(frame[c], text[c])
+    assert any(pd.api.types.is_integer_dtype(frame[c]) for _, frame, _ in tables("all-cat-flags", 6) for c in frame)
+
+
 def test_choose_categorical_path_fits_each_variant_with_its_setting_and_counts_the_tables_that_took_it(tmp_path):
     from benchmarks.choose_categorical_path import estimator_for, main
     from model.estimator import TabClustPFN
@@ -823,6 +839,15 @@ def test_choose_categorical_path_fits_each_variant_with_its_setting_and_counts_t
             for v in ("network", "latent-kmeans", "latent-network", "latent-both")] == [None, "kmeans", "network",
                                                                                        "both"]
     assert estimator_for("latent-network", None)._categorical_path == TabClustPFN._categorical_path  # the default
+    flags = estimator_for("latent-network-flags", None)
+    assert (flags._categorical_path, flags._categorical_flags) == ("network", True)
+    assert not estimator_for("latent-network", None)._categorical_flags
+    main(["--set", "all-cat-flags", "--tasks", "2", "--workers", "1", "--baseline", "latent-network",
+          "--variants", "latent-network-flags", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")  # judged against the path without flags, which tables with a 0/1 column miss
+    assert "latent-network_k" in df and "latent-network-flags_k" in df and "network_k" not in df
+    assert (df["latent-network-flags_latent"] == 1).all()
+    assert "against latent-network" in (tmp_path / "choice-categorical.md").read_text()
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

@@ -733,3 +733,24 @@ def test_a_numeric_column_beside_the_categories_keeps_the_networks_path(tiny_che
     frame["amount"] = np.random.default_rng(0).normal(size=len(frame)) + 3.0 * y
     est = TabClustPFN(checkpoint=tiny_checkpoint).fit(frame)
     assert est.k_selection_ == "expected_ari"  # the network's rule ("auto" without a K ranker in the checkpoint)
+
+
+def test_a_table_of_numeric_flags_takes_the_latent_class_path_its_flags_read_as_two_levels(tiny_checkpoint):
+    """0/1 columns stored as numbers count as categories there (``_categorical_flags``): the same classes found
+    as from the same answers written as text, and new rows with a value between 0 and 1 assigned by the cut."""
+    pattern = np.zeros((3, 10), bool)  # each class's likely answer per column: yes on its own block of columns
+    pattern[0, :4], pattern[1, 4:7], pattern[2, 7:] = True, True, True
+    rows = np.random.default_rng(4)
+    y = rows.permutation(np.arange(450) % 3)
+    flags = np.where(rows.random((450, 10)) < 0.85, pattern[y], ~pattern[y]).astype(np.int64)
+    numbers = pd.DataFrame(flags, columns=[f"f{j}" for j in range(10)])
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(numbers)
+    assert est.k_selection_ == "latent-class" and est.n_clusters_ == 3
+    assert adjusted_rand_score(y, est.labels_) > 0.9
+    text = TabClustPFN(checkpoint=tiny_checkpoint).fit(numbers.replace({0: "no", 1: "yes"}).astype("category"))
+    assert text.k_selection_ == "latent-class" and adjusted_rand_score(text.labels_, est.labels_) == 1.0
+    np.testing.assert_array_equal(est.predict(numbers), est.labels_)
+    np.testing.assert_allclose(est.predict(numbers.iloc[:5] * 0.9 + 0.05), est.labels_[:5])  # 0.05 / 0.95: by the cut
+    numeric = TabClustPFN(checkpoint=tiny_checkpoint)
+    numeric._categorical_flags = False  # the design alternative: flags are numbers, the network's path
+    assert numeric.fit(numbers).k_selection_ != "latent-class"
