@@ -579,9 +579,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         # k-means++ partitions there, the network is not run at all
         defaults = self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
         # K by BIC of latent class models (model.latent_class) on tables of categories only (numeric 0/1 flags
-        # among them with _categorical_flags), in a design of their own: every flag one-hot too
-        cuts = flag_cuts(Z[ctx], cat_mask) if self._categorical_flags else np.full(Z.shape[1], np.nan)
-        latent = defaults and self._categorical_path is not None and bool((cat_mask | np.isfinite(cuts)).all())
+        # among them with _categorical_flags), in a design of their own: every flag one-hot too; a design of at
+        # most LOW_DIM_MAX_WIDTH columns (the only kind the choice never met) stays on the BIC path below
+        latent = defaults and self._categorical_path is not None and rows.shape[1] > LOW_DIM_MAX_WIDTH
+        cuts = flag_cuts(Z[ctx], cat_mask) if latent and self._categorical_flags else np.full(Z.shape[1], np.nan)
+        latent = latent and bool((cat_mask | np.isfinite(cuts)).all())
         self._latent_design = None
         if latent:
             latent_mask = cat_mask | np.isfinite(cuts)

@@ -754,3 +754,17 @@ def test_a_table_of_numeric_flags_takes_the_latent_class_path_its_flags_read_as_
     numeric = TabClustPFN(checkpoint=tiny_checkpoint)
     numeric._categorical_flags = False  # the design alternative: flags are numbers, the network's path
     assert numeric.fit(numbers).k_selection_ != "latent-class"
+
+
+def test_a_table_of_categories_with_a_design_of_at_most_four_columns_stays_on_the_bic_path(tiny_checkpoint):
+    """Two yes/no answers (four one-hot codes) or four 0/1 flags: the latent class path's choice never met such
+    designs, so they keep the BIC path of few columns, as before it."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    answers = np.where(rng.random((300, 4)) < 0.9, y[:, None], 1 - y[:, None])
+    text = pd.DataFrame({f"q{j}": pd.Categorical(np.where(answers[:, j] == 1, "yes", "no")) for j in range(2)})
+    flags = pd.DataFrame(answers, columns=[f"f{j}" for j in range(4)])
+    for frame in (text, flags):
+        assert TabClustPFN(checkpoint=tiny_checkpoint).fit(frame).k_selection_ == "bic"
+    wider = pd.DataFrame({f"q{j}": pd.Categorical(np.where(answers[:, j] == 1, "yes", "no")) for j in range(3)})
+    assert TabClustPFN(checkpoint=tiny_checkpoint).fit(wider).k_selection_ == "latent-class"  # six codes
