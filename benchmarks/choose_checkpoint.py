@@ -164,7 +164,7 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
             and which not in NOISE_COLUMNS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, coarse-low-d, "
-                         f"{', '.join(NOISE_COLUMNS)}")
+                         f"{', '.join(NOISE_COLUMNS)}, {ALL_CATEGORICAL}, {ALL_CATEGORICAL_FLAGS}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
     if which in FEW_COLUMNS:

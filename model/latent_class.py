@@ -16,8 +16,9 @@ assigns them (:class:`CategoricalMixture`). Level probabilities are estimated wi
 :data:`PSEUDO_COUNT` per level (a level a cluster never shows stays possible for a new row).
 
 ``TabClustPFN`` takes this path with its defaults on tables whose every kept column is categorical, a numeric column
-of two values (a 0/1 flag, :func:`flag_cuts`) counted as one: chosen on development data by
-``benchmarks/choose_categorical_path.py`` (``docs/results/choice-categorical-{path,flags}*.md``).
+of two values (a 0/1 flag, :func:`flag_cuts`) counted as one, and whose design is wider than 4 columns (narrower
+ones keep the BIC path of few columns): chosen on development data by ``benchmarks/choose_categorical_path.py``
+(``docs/results/choice-categorical-{path,flags}*.md``).
 """
 
 from __future__ import annotations
