@@ -39,7 +39,6 @@ per table).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -79,24 +78,16 @@ def _work(args: tuple) -> list[dict]:
     return fit_each(estimator_for, variants, *common, extra=_took_path)
 
 
-def _with_baseline(variants: list[str], baseline: str = BASELINE) -> list[str]:
-    """``variants`` in :data:`VARIANTS`' order, the baseline first whether asked for or not."""
-    return [baseline, *[v for v in VARIANTS if v != baseline and v in variants]]
-
-
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_variant_report
+    from benchmarks.choose_k_rule import (estimator_variant_rows, table, variant_options, verdict, with_baseline,
+                                          write_variant_report)
 
     given = sys.argv[1:] if argv is None else list(argv)
-    own = argparse.ArgumentParser(add_help=False)
-    own.add_argument("--variants", nargs="+", default=list(VARIANTS[1:4]), choices=VARIANTS,
-                     help="the variants fitted, the baseline always among them (default: %(default)s)")
-    own.add_argument("--baseline", default=BASELINE, choices=VARIANTS,
-                     help="what the variants are judged against (default: %(default)s)")
-    args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-categorical-path", given, sizes=SIZES,
-                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants, a.baseline),),
-                                      default_sets=["all-cat", "dev"])
-    variants = _with_baseline(args.variants, args.baseline)
+    own = variant_options(VARIANTS, list(VARIANTS[1:4]), BASELINE)
+    args, df = estimator_variant_rows(
+        _work, __doc__, "docs/results/choice-categorical-path", given, sizes=SIZES, parents=(own,),
+        passed=lambda a: (with_baseline(VARIANTS, a.variants, a.baseline),), default_sets=["all-cat", "dev"])
+    variants = with_baseline(VARIANTS, args.variants, args.baseline)
     lines, diffs = table(df, variants, args.baseline)
     chosen, verdicts = verdict(diffs, args.baseline)
     took = "; ".join(f"`{v}`: " + ", ".join(f"{s} {int(part[f'{v}_latent'].sum())} of {len(part)}"

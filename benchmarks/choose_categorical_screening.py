@@ -41,7 +41,6 @@ row per table). What each draw gave: ``docs/results/choice-cat-screening*.md`` a
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -90,25 +89,18 @@ def _work(args: tuple) -> list[dict]:
     return fit_each(estimator_for, variants, *common, extra=_screened_categorical)
 
 
-def _with_baseline(variants: list[str], baseline: str = BASELINE) -> list[str]:
-    """``variants`` in :data:`VARIANTS`' order, the baseline first whether asked for or not."""
-    return [baseline, *[v for v in VARIANTS if v != baseline and v in variants]]
-
-
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import estimator_variant_rows, table, verdict, write_results
+    from benchmarks.choose_k_rule import (estimator_variant_rows, table, variant_options, verdict, with_baseline,
+                                          write_results)
     from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
 
     given = sys.argv[1:] if argv is None else list(argv)
-    own = argparse.ArgumentParser(add_help=False)
-    own.add_argument("--variants", nargs="+", default=list(VARIANTS[1:3]), choices=VARIANTS,
-                     help="the variants fitted, the baseline always among them (default: %(default)s)")
-    own.add_argument("--baseline", default=BASELINE, choices=VARIANTS,
-                     help="what the variants are judged against (default: %(default)s)")
+    own = variant_options(VARIANTS, list(VARIANTS[1:3]), BASELINE)
     args, df = estimator_variant_rows(_work, __doc__, "docs/results/choice-cat-screening", given, sizes=SIZES,
-                                      parents=(own,), passed=lambda a: (_with_baseline(a.variants, a.baseline),))
-    variants = _with_baseline(args.variants, args.baseline)
+                                      parents=(own,), passed=lambda a: (with_baseline(VARIANTS, a.variants,
+                                                                                      a.baseline),))
+    variants = with_baseline(VARIANTS, args.variants, args.baseline)
     lines, diffs = table(df, variants, args.baseline)
     chosen, verdicts = verdict(diffs, args.baseline)
     dropped = "; ".join(f"`{v}`: " + ", ".join(

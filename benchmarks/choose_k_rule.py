@@ -166,6 +166,22 @@ def fit_each(make, variants, checkpoint: str, which: str, n: int, start: int, st
         torch.set_num_threads(threads)
 
 
+def with_baseline(order: tuple[str, ...], variants: list[str], baseline: str) -> list[str]:
+    """``variants`` in ``order``, the baseline first whether asked for or not."""
+    return [baseline, *[v for v in order if v != baseline and v in variants]]
+
+
+def variant_options(order: tuple[str, ...], default_variants: list[str], baseline: str) -> argparse.ArgumentParser:
+    """The ``--variants`` and ``--baseline`` options of a choice among the estimator variants ``order`` (a parser
+    without help, for :func:`estimator_variant_rows`'s ``parents``)."""
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--variants", nargs="+", default=list(default_variants), choices=order,
+                     help="the variants fitted, the baseline always among them (default: %(default)s)")
+    own.add_argument("--baseline", default=baseline, choices=order,
+                     help="what the variants are judged against (default: %(default)s)")
+    return own
+
+
 def estimator_variant_rows(work, doc: str, out: str, argv=None, sizes: dict[str, int] | None = None,
                            parents: tuple[argparse.ArgumentParser, ...] = (), passed=None,
                            default_sets: list[str] | None = None) -> tuple[argparse.Namespace, pd.DataFrame]:

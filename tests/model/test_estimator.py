@@ -248,19 +248,25 @@ def _tilted_table(seed: int = 0, n_per: int = 150) -> tuple[np.ndarray, np.ndarr
     return X, y
 
 
-def test_on_few_columns_k_and_the_partition_come_from_the_bic_of_full_covariance_mixtures(tiny_checkpoint):
-    """The defaults on a 2-column table take model.low_dim's path, whatever the network (here an untrained one)
-    proposes: K of lowest BIC, its probabilities over K from the BIC, the mixture assigning new rows."""
-    X, y = _tilted_table()
-    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
-    assert est.k_selection_ == "bic" and est.n_clusters_ == 3
+def _assert_three_groups_by_bic(est: TabClustPFN, X, y: np.ndarray, rule: str, mixture: type) -> None:
+    """A fit whose K and partition came from a BIC path (``rule``): K = 3 found, of the highest score and
+    probability over K, the path's ``mixture`` assigning the rows it was fitted on as fit did."""
+    assert est.k_selection_ == rule and est.n_clusters_ == 3
     assert adjusted_rand_score(y, est.labels_) > 0.9
-    assert isinstance(est._centroids, FullMixture)
+    assert isinstance(est._centroids, mixture)
     assert max(est.k_scores_, key=est.k_scores_.get) == 3
     assert sum(est.k_probabilities_.values()) == pytest.approx(1.0)
     assert max(est.k_probabilities_, key=est.k_probabilities_.get) == 3
     np.testing.assert_array_equal(est.predict(X), est.labels_)
     np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-6)
+
+
+def test_on_few_columns_k_and_the_partition_come_from_the_bic_of_full_covariance_mixtures(tiny_checkpoint):
+    """The defaults on a 2-column table take model.low_dim's path, whatever the network (here an untrained one)
+    proposes: K of lowest BIC, its probabilities over K from the BIC, the mixture assigning new rows."""
+    X, y = _tilted_table()
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    _assert_three_groups_by_bic(est, X, y, "bic", FullMixture)
     capped = TabClustPFN(checkpoint=tiny_checkpoint, max_clusters=2).fit(X)
     assert capped.k_selection_ == "bic" and capped.n_clusters_ == 2
     assert all(p == 0.0 for k, p in capped.k_probabilities_.items() if k > 2)
@@ -712,14 +718,7 @@ def test_a_table_of_categories_only_takes_k_and_its_partition_from_latent_class_
 
     frame, y = _latent_class_frame()
     est = TabClustPFN(checkpoint=tiny_checkpoint).fit(frame)
-    assert est.k_selection_ == "latent-class" and est.n_clusters_ == 3
-    assert adjusted_rand_score(y, est.labels_) > 0.9
-    assert isinstance(est._centroids, CategoricalMixture)
-    assert max(est.k_scores_, key=est.k_scores_.get) == 3
-    assert sum(est.k_probabilities_.values()) == pytest.approx(1.0)
-    assert max(est.k_probabilities_, key=est.k_probabilities_.get) == 3
-    np.testing.assert_array_equal(est.predict(frame), est.labels_)
-    np.testing.assert_allclose(est.predict_proba(frame), est.probabilities_, atol=1e-6)
+    _assert_three_groups_by_bic(est, frame, y, "latent-class", CategoricalMixture)
     new, y_new = _latent_class_frame(n=60)  # the same classes, other rows
     assert adjusted_rand_score(y_new, est.predict(new)) > 0.8
     assert len(np.unique(est.predict(frame, n_clusters=2))) == 2
