@@ -17,7 +17,16 @@ is categorical, drawn as the prior draws its categorical columns, the latent cla
 - ``latent-both``: the same from both, the likelier model per K;
 - ``latent-network-flags``: ``latent-network``, a numeric column of two values (a 0/1 flag) counted as a category
   (``TabClustPFN._categorical_flags``), judged against ``latent-network`` (``--baseline``) on ``all-cat-flags``,
-  the ``all-cat`` tables with their two-level columns stored as 0 / 1.
+  the ``all-cat`` tables with their two-level columns stored as 0 / 1;
+- ``latent-network-flags-aic3``: ``latent-network-flags`` with K by AIC3 (3 per parameter) instead of BIC (log N
+  per parameter), which under-split a small table of many classes (OpenML's LED digits, 500 rows, 10 classes: K =
+  6), judged against ``latent-network-flags`` on ``all-cat`` and ``all-cat-flags``:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --baseline latent-network-flags \
+        --variants latent-network-flags-aic3 --set all-cat all-cat-flags dev --out docs/results/choice-categorical-aic3
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_path.py --offset 23000 \
+        --baseline latent-network-flags --variants latent-network-flags-aic3 --set all-cat all-cat-flags \
+        --out docs/results/choice-categorical-aic3-fresh
 
 The flags (the ``all-cat`` tables' two-level columns as numbers; ``flag-noise``: prior tables with random 0/1 columns
 beside them, which never take the path, as they have continuous columns):
@@ -47,9 +56,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 #: what ``--baseline`` defaults to (the baseline of the first choice); today's default is ``latent-network``
 BASELINE = "network"
-#: each variant's ``TabClustPFN._categorical_path`` and ``_categorical_flags``
-SETTING = {"network": (None, False), "latent-kmeans": ("kmeans", False), "latent-network": ("network", False),
-           "latent-both": ("both", False), "latent-network-flags": ("network", True)}
+#: each variant's ``TabClustPFN._categorical_path``, ``_categorical_flags`` and ``_latent_criterion``
+SETTING = {"network": (None, False, "bic"), "latent-kmeans": ("kmeans", False, "bic"),
+           "latent-network": ("network", False, "bic"), "latent-both": ("both", False, "bic"),
+           "latent-network-flags": ("network", True, "bic"), "latent-network-flags-aic3": ("network", True, "aic3")}
 VARIANTS = tuple(SETTING)
 SIZES = {"all-cat": 200, "all-cat-flags": 200, "dev": 23, "cat-noise": 200, "flag-noise": 200, "prior": 400,
          "coarse": 200}
@@ -61,8 +71,9 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    path, flags = SETTING[variant]
-    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_categorical_path": path, "_categorical_flags": flags})
+    path, flags, criterion = SETTING[variant]
+    cls = type(f"TabClustPFN_{variant}", (TabClustPFN,), {"_categorical_path": path, "_categorical_flags": flags,
+                                                          "_latent_criterion": criterion})
     return cls(checkpoint=checkpoint, random_state=0)
 
 

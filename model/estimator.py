@@ -108,9 +108,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
         ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
         +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``); with ``refine="gmm"`` on a table whose every kept
-        column is categorical or a numeric 0/1 flag, K and the partition of lowest BIC among latent class models run
-        to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
-        "latent-class"``; chosen on development data, ``docs/results/choice-categorical-{path,flags}*.md``).
+        column is categorical or a numeric 0/1 flag, K and the partition of lowest AIC3 among latent class models
+        run to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
+        "latent-class"``; chosen on development data, ``docs/results/choice-categorical-*.md``).
         ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
@@ -229,8 +229,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         whose continuous columns hold few distinct values, as real tables' rounded measurements do
         (``k_ranker_temperature_slope``, fitted on the development suite's real tables;
         :func:`model.k_ranker.table_temperature`); see ``docs/results/k-calibration.md``.
-        Where the BIC chose K (``k_selection_ = "bic"`` or ``"latent-class"``): its K gets the probability a
-        logistic curve in its BIC margin over the runner-up gives, the other K share the rest as a softmax of
+        Where the BIC chose K (``k_selection_ = "bic"``; ``"latent-class"``: AIC3): its K gets the probability a
+        logistic curve in its margin over the runner-up gives, the other K share the rest as a softmax of
         -BIC / (2N) does, both fitted on development data (:func:`model.low_dim.bic_probabilities`,
         ``docs/results/bic-calibration.md``, ``docs/results/latent-class-calibration.md``).
         None when K was given or chosen otherwise.
@@ -360,6 +360,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: flags and categories, takes it; its flags are one-hot in the path's design); False: only categorical columns,
     #: the baseline it was judged against (``choice-categorical-flags*.md``).
     _categorical_flags = True
+    #: What K that path's models are judged by: ``"aic3"`` (3 per parameter) or ``"bic"`` (log N per parameter, the
+    #: baseline it was judged against; :data:`model.latent_class.CRITERIA`, ``choice-categorical-aic3*.md``).
+    _latent_criterion = "aic3"
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -619,7 +622,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 for k, start in zip(range(2, k_hi + 1), kmeans_starts(latent_rows, k_hi)):
                     starts[k].append(start)
             rule = "latent-class"
-            low_dim = choose_latent_class(latent_rows, one_hot_blocks(latent_mask, latent_widths), starts)
+            low_dim = choose_latent_class(latent_rows, one_hot_blocks(latent_mask, latent_widths), starts,
+                                          criterion=self._latent_criterion)
         mixtures = None  # each candidate's diagonal mixture (refine="gmm"), where the ranker's features fitted them
         k_probs = None
         if low_dim is not None:  # the network's own rules are not needed: BIC's scores and probabilities

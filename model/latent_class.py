@@ -1,4 +1,4 @@
-"""Tables whose columns are all categorical: K and the partition from latent class models, K by BIC.
+"""Tables whose columns are all categorical: K and the partition from latent class models, K by AIC3 or BIC.
 
 A table of categories only (survey answers, yes/no findings, codes) has no geometry for the network's Gaussian-like
 clusters to live in: its rows are combinations of levels, and a cluster is a distribution over them. The latent
@@ -6,8 +6,10 @@ class model (Lazarsfeld; Goodman 1974) is the mixture that says so: given its cl
 independent categorical variables, each with its own level probabilities per cluster. It is the model of the
 prior's categorical columns too (:mod:`priors.zeus`: per cluster, level probabilities ~ Dirichlet). Here each
 candidate K's model is run by EM to convergence from a hard partition at that K (k-means++ on the one-hot codes,
-:func:`model.low_dim.kmeans_starts`, or the network's candidate), and K is the one of lowest BIC, as the BIC path
-of few numeric columns does (:mod:`model.low_dim`, whose :class:`~model.low_dim.BicChoice` it returns).
+:func:`model.low_dim.kmeans_starts`, or the network's candidate), and K is the one of lowest penalised likelihood,
+as the BIC path of few numeric columns does (:mod:`model.low_dim`, whose :class:`~model.low_dim.BicChoice` it
+returns): BIC (log N per parameter) or AIC3 (3 per parameter, the estimator's: BIC under-split small tables of many
+classes).
 
 The model lives in the estimator's design space (:func:`model.refinement.design`: each categorical column one-hot,
 ``blocks`` saying where): a component's "means" are its level probabilities, so a row's log-likelihood under it is
@@ -38,14 +40,14 @@ PSEUDO_COUNT = 0.01
 #: EM steps at most, and the smallest gain in mean log-likelihood per row that continues them.
 MAX_STEPS = 200
 TOLERANCE = 1e-4
-#: The probabilities over K (:func:`model.low_dim.bic_probabilities`): the top choice's logistic curve in its BIC
-#: margin (fitted to whether it was the labelled K), and the temperature of the softmax on -BIC / (2N) that shares
-#: the rest (fitted, with that curve, to the labelled K), both by maximum likelihood on the first draw of the
-#: ``all-cat`` development tables and checked on a fresh one (``benchmarks/bic_calibration.py --path latent-class``,
-#: ``docs/results/latent-class-calibration.md``).
-TEMPERATURE = 0.5094
-TOP_INTERCEPT = -5.770
-TOP_SLOPE = 1.709
+#: The probabilities over K (:func:`model.low_dim.bic_probabilities`) from the estimator's criterion (AIC3): the top
+#: choice's logistic curve in its margin (fitted to whether it was the labelled K), and the temperature of the softmax
+#: on -AIC3 / (2N) that shares the rest (fitted, with that curve, to the labelled K), both by maximum likelihood on
+#: the first draw of the ``all-cat`` development tables and checked on a fresh one (``benchmarks/bic_calibration.py
+#: --path latent-class``, ``docs/results/latent-class-calibration.md``).
+TEMPERATURE = 0.1644
+TOP_INTERCEPT = -4.277
+TOP_SLOPE = 1.673
 
 
 @dataclass(frozen=True)
@@ -143,13 +145,21 @@ def n_parameters(k: int, widths: np.ndarray) -> int:
     return (k - 1) + k * int(np.sum(np.asarray(widths) - 1))
 
 
-def choose(X: np.ndarray, blocks: list[tuple[int, int]], candidates: dict[int, list[np.ndarray]]) -> BicChoice:
+#: :func:`choose`'s criteria: the penalty per free parameter on -2 log-likelihood, as a function of the rows
+CRITERIA = {"bic": np.log, "aic3": lambda n: 3.0}
+
+
+def choose(X: np.ndarray, blocks: list[tuple[int, int]], candidates: dict[int, list[np.ndarray]],
+           criterion: str = "bic") -> BicChoice:
     """K and the partition of one-hot rows ``X`` (n, P; ``blocks`` as :func:`latent_class_em`'s): per K of
     ``candidates`` (K -> the hard partitions to start EM from) the converged model of highest likelihood among its
     starts, then the K of lowest BIC (ties to the smaller K), with its probabilities over K
-    (:func:`model.low_dim.bic_probabilities`)."""
+    (:func:`model.low_dim.bic_probabilities`). ``criterion="aic3"``: a penalty of 3 per parameter instead of log N
+    (Bozdogan's AIC3, which studies of latent class models found to under-split less than BIC on small tables)."""
     if not candidates:
         raise ValueError("choose needs at least one K to fit")
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {criterion!r}")
     n = X.shape[0]
     widths = np.array([stop - start for start, stop in blocks])
     ks = np.array(sorted(candidates))
@@ -157,7 +167,7 @@ def choose(X: np.ndarray, blocks: list[tuple[int, int]], candidates: dict[int, l
     for i, k in enumerate(ks):
         best = max((latent_class_em(X, s, int(k), blocks) for s in candidates[int(k)]), key=lambda f: f[2])
         fits.append(best)
-        bic[i] = -2.0 * best[2] + n_parameters(int(k), widths) * np.log(n)
+        bic[i] = -2.0 * best[2] + n_parameters(int(k), widths) * CRITERIA[criterion](n)
     j = int(np.argmin(bic))
     scores = -0.5 * bic / n
     probabilities = bic_probabilities(scores, n, TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE)

@@ -842,6 +842,10 @@ def test_choose_categorical_path_fits_each_variant_with_its_setting_and_counts_t
     flags = estimator_for("latent-network-flags", None)
     assert (flags._categorical_path, flags._categorical_flags) == ("network", True)
     assert not estimator_for("latent-network", None)._categorical_flags
+    aic3 = estimator_for("latent-network-flags-aic3", None)
+    assert (aic3._categorical_flags, aic3._latent_criterion) == (True, "aic3") and flags._latent_criterion == "bic"
+    assert all(getattr(aic3, a) == getattr(TabClustPFN, a)  # today's default
+               for a in ("_categorical_path", "_categorical_flags", "_latent_criterion"))
     main(["--set", "all-cat-flags", "--tasks", "2", "--workers", "1", "--baseline", "latent-network",
           "--variants", "latent-network-flags", "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")  # judged against the path without flags, which tables with a 0/1 column miss

@@ -106,3 +106,17 @@ def test_numeric_flags_are_cut_between_their_two_values_and_read_as_codes():
     assert flags_recoded(Z, np.full(4, np.nan)) is Z  # no flag: the rows as they are
     new = flags_recoded(np.array([[0.1, 0.0, 5.0, 9.0]]), cuts)  # a new row between the values: by the cut
     np.testing.assert_array_equal(new[0, [0, 3]], [0, 1])
+
+
+def test_aic3_charges_three_per_parameter_so_it_never_chooses_fewer_classes_than_bic():
+    X, blocks, y = _latent_classes(seed=6, k=3, n=400)
+    rng = np.random.default_rng(2)
+    starts = {k: [rng.integers(0, k, len(y))] for k in range(2, 7)}
+    bic, aic3 = choose(X, blocks, starts), choose(X, blocks, starts, criterion="aic3")
+    widths = np.array([stop - start for start, stop in blocks])
+    params = np.array([n_parameters(k, widths) for k in range(2, 7)])
+    # the same converged models (same starts), only the penalty differs: log N per parameter against 3
+    np.testing.assert_allclose(aic3.bic - bic.bic, params * (3.0 - np.log(len(y))))
+    assert aic3.k >= bic.k and aic3.k == 3
+    with pytest.raises(ValueError, match="criterion must be one of"):
+        choose(X, blocks, starts, criterion="icl")
