@@ -26,7 +26,7 @@ from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame
+from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, flag_cuts, flags_recoded
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
@@ -35,7 +35,7 @@ from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
-from model.latent_class import CategoricalMixture, flag_cuts, flags_recoded
+from model.latent_class import CategoricalMixture
 from model.latent_class import choose as choose_latent_class
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,

@@ -164,7 +164,7 @@ def table_temperature(temperature: float, slope: float, distinct: float) -> floa
     return float(temperature * np.exp(slope * (1.0 - distinct)))
 
 
-def _labelled(scores: np.ndarray, k_true: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def labelled_candidates(scores: np.ndarray, k_true: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(rows whose labelled K is among their admissible candidates, its candidate index per row)."""
     idx = np.asarray(k_true, np.int64) - 2
     ok = (idx >= 0) & (idx < scores.shape[1])
@@ -181,7 +181,7 @@ def fit_temperature(scores: np.ndarray, k_true: np.ndarray) -> float:
     from scipy.optimize import minimize_scalar
 
     scores = np.asarray(scores, np.float64)
-    ok, idx = _labelled(scores, k_true)
+    ok, idx = labelled_candidates(scores, k_true)
     s, idx = scores[ok], idx[ok]
 
     def nll(log_t: float) -> float:
@@ -202,7 +202,7 @@ def fit_temperature_slope(scores: np.ndarray, k_true: np.ndarray, distinct: np.n
     from scipy.optimize import minimize_scalar
 
     scores = np.asarray(scores, np.float64)
-    ok, idx = _labelled(scores, k_true)
+    ok, idx = labelled_candidates(scores, k_true)
     s, idx, dist = scores[ok], idx[ok], np.asarray(distinct, np.float64)[ok]
 
     def nll(slope: float) -> float:

@@ -18,9 +18,9 @@ assigns them (:class:`CategoricalMixture`). Level probabilities are estimated wi
 :data:`PSEUDO_COUNT` per level (a level a cluster never shows stays possible for a new row).
 
 ``TabClustPFN`` takes this path with its defaults on tables whose every kept column is categorical, a numeric column
-of two values (a 0/1 flag, :func:`flag_cuts`) counted as one, and whose design is wider than 4 columns (narrower
-ones keep the BIC path of few columns): chosen on development data by ``benchmarks/choose_categorical_path.py``
-(``docs/results/choice-categorical-{path,flags}*.md``).
+of two values (a 0/1 flag, :func:`model.preprocessing.flag_cuts`) counted as one, and whose design is wider than 4
+columns (narrower ones keep the BIC path of few columns): chosen on development data by
+``benchmarks/choose_categorical_path.py`` (``docs/results/choice-categorical-*.md``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from model.low_dim import BicChoice, bic_probabilities
 from model.refinement import _Mixture
 
 __all__ = ["PSEUDO_COUNT", "MAX_STEPS", "TOLERANCE", "TEMPERATURE", "TOP_INTERCEPT", "TOP_SLOPE",
-           "CategoricalMixture", "flag_cuts", "flags_recoded", "latent_class_em", "n_parameters", "choose"]
+           "CategoricalMixture", "latent_class_em", "n_parameters", "choose"]
 
 #: Pseudo-count added to every level's count in a cluster when its probabilities are estimated.
 PSEUDO_COUNT = 0.01
@@ -116,28 +116,6 @@ def latent_class_em(X: np.ndarray, labels: np.ndarray, k: int, blocks: list[tupl
     model = _m_step(X, resp, blocks)
     resp, row_ll = model.posterior(X)
     return resp.argmax(1), model, float(row_ll.sum())
-
-
-def flag_cuts(Z: np.ndarray, cat_mask: np.ndarray) -> np.ndarray:
-    """(D,) per numeric column of preprocessed rows ``Z`` (n, D) with exactly two values (a 0/1 flag, z-scored),
-    the midpoint between them; NaN for every other column (categorical, or numeric of other than two values)."""
-    cuts = np.full(Z.shape[1], np.nan)
-    for j in np.flatnonzero(~np.asarray(cat_mask, bool)):
-        values = np.unique(Z[:, j])
-        if len(values) == 2:
-            cuts[j] = float(values.mean())
-    return cuts
-
-
-def flags_recoded(Z: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """``Z`` with every column that has a finite cut (:func:`flag_cuts`) read as the codes 0 / 1 (below / above its
-    cut): a flag as a category of two levels. ``Z`` itself where no column has one."""
-    flags = np.flatnonzero(np.isfinite(cuts))
-    if not len(flags):
-        return Z
-    out = np.array(Z, np.float64, copy=True)
-    out[:, flags] = out[:, flags] > cuts[flags]
-    return out
 
 
 def n_parameters(k: int, widths: np.ndarray) -> int:

@@ -206,10 +206,10 @@ def fit_rest_temperature(scores: np.ndarray, n: np.ndarray, k_true: np.ndarray, 
     its own curve."""
     from scipy.optimize import minimize_scalar
 
+    from model.k_ranker import labelled_candidates
+
     scores = np.asarray(scores, np.float64)
-    idx = np.asarray(k_true) - 2
-    ok = (idx >= 0) & (idx < scores.shape[1])
-    ok[ok] &= np.isfinite(scores[np.flatnonzero(ok), idx[ok]])
+    ok, idx = labelled_candidates(scores, k_true)
     s, rows, idx = scores[ok], np.asarray(n, np.float64)[ok], idx[ok]
 
     def nll(log_t: float) -> float:

@@ -295,6 +295,28 @@ def _sorted_values(values: np.ndarray) -> list:
         return sorted(uniq, key=repr)
 
 
+def flag_cuts(Z: np.ndarray, cat_mask: np.ndarray) -> np.ndarray:
+    """(D,) per numeric column of preprocessed rows ``Z`` (n, D) with exactly two values (a 0/1 flag, z-scored),
+    the midpoint between them; NaN for every other column (categorical, or numeric of other than two values)."""
+    cuts = np.full(Z.shape[1], np.nan)
+    for j in np.flatnonzero(~np.asarray(cat_mask, bool)):
+        values = np.unique(Z[:, j])
+        if len(values) == 2:
+            cuts[j] = float(values.mean())
+    return cuts
+
+
+def flags_recoded(Z: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """``Z`` with every column that has a finite cut (:func:`flag_cuts`) read as the codes 0 / 1 (below / above its
+    cut): a flag as a category of two levels. ``Z`` itself where no column has one."""
+    flags = np.flatnonzero(np.isfinite(cuts))
+    if not len(flags):
+        return Z
+    out = np.array(Z, np.float64, copy=True)
+    out[:, flags] = out[:, flags] > cuts[flags]
+    return out
+
+
 class TablePreprocessor:
     """Fitted preprocessing from a raw table to the model's inputs (rules in the module docstring).
 
@@ -537,12 +559,10 @@ class TablePreprocessor:
             rows = np.sort(np.random.default_rng(0).choice(frame.shape[0], SCREEN_ROWS, replace=False))
             frame = frame.iloc[rows]
         trigger = "modes" if self.screen_noise == "auto" else "evidence"
-        Z, as_category = self._encode(frame), self.cat_mask_.copy()
+        Z, as_category = self._encode(frame), self.cat_mask_
         if self.screen_binary and self.screen_categorical:  # a numeric flag of two values is screened as a category
-            for j in np.flatnonzero(~self.cat_mask_):
-                values = np.unique(Z[:, j])
-                if len(values) == 2:
-                    Z[:, j], as_category[j] = Z[:, j] == values[1], True
+            cuts = flag_cuts(Z, self.cat_mask_)
+            Z, as_category = flags_recoded(Z, cuts), self.cat_mask_ | np.isfinite(cuts)
         noise = noise_columns(Z, as_category, trigger=trigger,
                               categorical=self.screen_categorical, categorical_alpha=self.screen_categorical_alpha)
         if not noise.any():

@@ -746,3 +746,21 @@ def test_fence_max_share_fences_a_few_gross_values_but_not_a_far_group():
 def test_a_column_of_dates_or_durations_is_refused_saying_how_to_make_it_clusterable(column, kind):
     with pytest.raises(ValueError, match=rf"column 'when' holds {kind} \(.*\).*drop it, or turn it into numbers"):
         TablePreprocessor().fit(pd.DataFrame({"when": column, "x": np.arange(6.0)}))
+
+
+def test_numeric_flags_are_cut_between_their_two_values_and_read_as_codes():
+    from model.preprocessing import flag_cuts, flags_recoded
+
+    Z = np.array([[-0.8, 0.0, 1.0, 2.0], [1.25, 1.0, 2.0, 0.5], [-0.8, 2.0, 3.0, 2.0], [1.25, 0.0, 1.0, 0.5]])
+    cat_mask = np.array([False, True, False, False])  # column 1 holds category codes of three levels
+    cuts = flag_cuts(Z, cat_mask)
+    assert cuts[0] == pytest.approx(0.225) and cuts[3] == pytest.approx(1.25)
+    assert np.isnan(cuts[1]) and np.isnan(cuts[2])  # a category, and a number of three values
+    out = flags_recoded(Z, cuts)
+    np.testing.assert_array_equal(out[:, 0], [0, 1, 0, 1])
+    np.testing.assert_array_equal(out[:, 3], [1, 0, 1, 0])
+    np.testing.assert_array_equal(out[:, 1:3], Z[:, 1:3])
+    assert flags_recoded(Z, np.full(4, np.nan)) is Z  # no flag: the rows as they are
+    new = flags_recoded(np.array([[0.1, 0.0, 5.0, 9.0]]), cuts)  # a new row between the values: by the cut
+    np.testing.assert_array_equal(new[0, [0, 3]], [0, 1])
+
