@@ -120,6 +120,7 @@ BIC_VARIANTS = {
     "bic-kmeans-floor-fine": (("kmeans",), "fine"),
     "bic-kmeans3-floor-fine": (("kmeans3",), "fine"),
     "icl-kmeans-floor-fine": (("kmeans",), "fine"),
+    "aic3-kmeans-floor-fine": (("kmeans",), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
@@ -168,7 +169,7 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + [kmeans_start(X, kk, s) for s in seeds]
                   for kk in range(2, k_hi + 1)}
         choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor,
-                            criterion="icl" if name.startswith("icl-") else "bic")
+                            criterion=name.split("-", 1)[0])
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
 

@@ -33,6 +33,7 @@ from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
+from model.low_dim import CRITERION as LOW_DIM_CRITERION
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
 from model.latent_class import CategoricalMixture
@@ -363,6 +364,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: What K that path's models are judged by: ``"aic3"`` (3 per parameter) or ``"bic"`` (log N per parameter, the
     #: baseline it was judged against; :data:`model.latent_class.CRITERIA`, ``choice-categorical-aic3*.md``).
     _latent_criterion = "aic3"
+    #: What K the BIC path of few design columns judges its mixtures by: ``"bic"`` (log N per parameter) or ``"aic3"``
+    #: (3 per parameter; :data:`model.low_dim.PENALTIES`); its probabilities over K are fitted to
+    #: :data:`model.low_dim.CRITERION`'s scores. A design switch judged by ``benchmarks/choose_low_dim.py``.
+    _low_dim_criterion = LOW_DIM_CRITERION
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -615,7 +620,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
         low_dim = None
         if bic_path:
-            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi)
+            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, self._low_dim_criterion)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":

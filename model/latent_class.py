@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.low_dim import BicChoice, bic_probabilities
+from model.low_dim import PENALTIES, BicChoice, bic_probabilities
 from model.refinement import _Mixture
 
 __all__ = ["PSEUDO_COUNT", "MAX_STEPS", "TOLERANCE", "TEMPERATURE", "TOP_INTERCEPT", "TOP_SLOPE",
@@ -124,7 +124,7 @@ def n_parameters(k: int, widths: np.ndarray) -> int:
 
 
 #: :func:`choose`'s criteria: the penalty per free parameter on -2 log-likelihood, as a function of the rows
-CRITERIA = {"bic": np.log, "aic3": lambda n: 3.0}
+CRITERIA = PENALTIES
 
 
 def choose(X: np.ndarray, blocks: list[tuple[int, int]], candidates: dict[int, list[np.ndarray]],

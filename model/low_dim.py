@@ -52,6 +52,8 @@ TEMPERATURE = 0.373
 #: fresh draw), got 0.16 on average (ECE 0.17 / 0.15); with this curve 0.33 (ECE 0.08 / 0.07).
 TOP_INTERCEPT = -2.218
 TOP_SLOPE = 0.5365
+#: :func:`choose`'s criterion for K (:data:`PENALTIES`), the one the constants above are fitted to.
+CRITERION = "bic"
 #: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained.
 FINE_FLOOR = 0.01
 #: :func:`kmeans_starts`: the seed of its k-means++ initialisations (fixed: a table always gets the same starts).
@@ -119,24 +121,31 @@ def classification_entropy(X: np.ndarray, mixture: FullMixture) -> float:
     return float(-(post * np.log(np.clip(post, 1e-300, None))).sum())
 
 
+#: the penalties per free parameter on -2 log-likelihood that a choice of K may use, as functions of the rows:
+#: Schwarz's BIC (log N) and Bozdogan's AIC3 (3), which under-splits less where clusters overlap
+PENALTIES = {"bic": np.log, "aic3": lambda n: 3.0}
+
+
 def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float = VARIANCE_FLOOR,
                max_steps: int = MAX_STEPS, tol: float = TOLERANCE, temperature: float = TEMPERATURE,
                criterion: str = "bic") -> BicChoice:
     """Per K of ``starts`` (K -> the hard partitions to start EM from), the converged mixture of highest likelihood
-    among its starts; then the K of lowest BIC (ties to the smaller K). ``criterion="icl"``: BIC plus twice the
+    among its starts; then the K of lowest BIC (ties to the smaller K). ``criterion="aic3"``: a penalty of 3 per
+    parameter instead of log N (:data:`PENALTIES`); ``bic`` then holds AIC3. ``criterion="icl"``: BIC plus twice the
     :func:`classification_entropy` (Biernacki, Celeux and Govaert's ICL), which counts against K the components
     that overlap, so a cluster that is not Gaussian is not split into several that are; ``bic`` then holds it."""
     if not starts:
         raise ValueError("bic_choice needs at least one K to fit")
-    if criterion not in ("bic", "icl"):
-        raise ValueError(f"criterion must be 'bic' or 'icl', got {criterion!r}")
+    if criterion not in (*PENALTIES, "icl"):
+        raise ValueError(f"criterion must be 'bic', 'aic3' or 'icl', got {criterion!r}")
     n, p = X.shape
+    penalty = PENALTIES.get(criterion, np.log)(n)
     ks = np.array(sorted(starts))
     fits, bic = [], np.empty(len(ks))
     for i, k in enumerate(ks):
         best = max((converged_em(X, s, int(k), floor, max_steps, tol) for s in starts[int(k)]), key=lambda f: f[2])
         fits.append(best)
-        bic[i] = -2.0 * best[2] + n_parameters(int(k), p) * np.log(n)
+        bic[i] = -2.0 * best[2] + n_parameters(int(k), p) * penalty
         if criterion == "icl":
             bic[i] += 2.0 * classification_entropy(X, best[1])
     j = int(np.argmin(bic))
@@ -238,11 +247,14 @@ def kmeans_starts(X: np.ndarray, k_hi: int, seed: int = KMEANS_SEED) -> np.ndarr
     return np.stack([kmeans_start(X, k, seed) for k in range(2, k_hi + 1)])
 
 
-def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int) -> BicChoice:
+def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int, criterion: str = CRITERION) -> BicChoice:
     """K in 2..``k_hi`` and the partition of the design rows ``X`` (n, P <= :data:`MAX_WIDTH`): per K the mixture
     run to convergence from the candidate partition at that K (``candidates`` (>= k_hi - 1, n), K = 2.. in order:
     :func:`kmeans_starts`, or the network's), its eigenvalues floored at :func:`resolution_floor`, then the K of
-    lowest BIC (:func:`bic_choice`)."""
+    lowest ``criterion`` (:data:`PENALTIES`; :func:`bic_choice`)."""
     if X.shape[1] > MAX_WIDTH:
         raise ValueError(f"the BIC path serves designs of at most {MAX_WIDTH} columns, got {X.shape[1]}")
-    return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}, floor=resolution_floor(X))
+    if criterion not in PENALTIES:
+        raise ValueError(f"criterion must be one of {sorted(PENALTIES)}, got {criterion!r}")
+    return bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}, floor=resolution_floor(X),
+                      criterion=criterion)

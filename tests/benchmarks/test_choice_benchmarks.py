@@ -384,6 +384,24 @@ def test_choose_low_dim_compares_the_variants_asked_for_against_the_baseline_nam
     assert variant_answer("bic-net-floor-fine", coarse, candidates, 6, 2)[1] == want.k
 
 
+def test_choose_low_dim_aic3_variant_is_the_shipped_path_with_k_by_aic3():
+    from benchmarks.choose_low_dim import variant_answer
+    from model.low_dim import choose, kmeans_starts
+
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1, 2], 100)
+    X = np.array([[0.0, 0.0], [2.8, 0.0], [6.0, 0.0]])[y] + rng.normal(size=(300, 2)) * [0.7, 1.0]
+    X = (X - X.mean(0)) / X.std(0)
+    candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])  # ignored: both start from k-means++
+    for name, criterion in (("bic-kmeans-floor-fine", "bic"), ("aic3-kmeans-floor-fine", "aic3")):
+        want = choose(X, kmeans_starts(X, 6), 6, criterion=criterion)
+        labels, k = variant_answer(name, X, candidates, 6, 2)
+        assert k == want.k
+        np.testing.assert_array_equal(labels, want.labels)
+    assert variant_answer("aic3-kmeans-floor-fine", X, candidates, 6, 2)[1] > \
+        variant_answer("bic-kmeans-floor-fine", X, candidates, 6, 2)[1]
+
+
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():
     from benchmarks.choose_checkpoint import COARSE_FEW_COLUMNS, FEW_COLUMNS, tables
 

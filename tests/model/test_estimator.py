@@ -305,6 +305,25 @@ def test_the_bic_path_from_the_networks_candidates_still_reports_its_posterior(t
     assert adjusted_rand_score(y, est.labels_) > 0.9
 
 
+def test_the_bic_path_judges_k_by_the_criterion_its_switch_names(tiny_checkpoint):
+    """``_low_dim_criterion`` reaches the BIC path: its ``k_scores_`` are -criterion / (2N) of the same mixtures,
+    AIC3's above BIC's by (log N - 3) per parameter / (2N)."""
+    from model.low_dim import n_parameters
+
+    X, _ = _tilted_table()
+    fits = {}
+    for criterion in ("bic", "aic3"):
+        est = TabClustPFN(checkpoint=tiny_checkpoint)
+        est._low_dim_criterion = criterion
+        fits[criterion] = est.fit(X)
+        assert est.k_selection_ == "bic"
+    n, ks = len(X), [k for k, v in fits["bic"].k_scores_.items() if np.isfinite(v)]
+    for k in ks:
+        gap = n_parameters(k, X.shape[1]) * (np.log(n) - 3.0) / (2 * n)
+        assert fits["aic3"].k_scores_[k] - fits["bic"].k_scores_[k] == pytest.approx(gap)
+    assert fits["aic3"].n_clusters_ >= fits["bic"].n_clusters_
+
+
 def test_kmeans_starts_are_seeded_k_means_partitions_at_every_k():
     from model.low_dim import kmeans_starts
 

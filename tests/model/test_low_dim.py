@@ -9,7 +9,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
 from model.low_dim import (COARSE_LEVELS, FINE_FLOOR, bic_choice, choose, classification_entropy, converged_em,
-                           log_likelihood, n_parameters, resolution_floor)
+                           kmeans_starts, log_likelihood, n_parameters, resolution_floor)
 from model.refinement import VARIANCE_FLOOR, full_em
 
 
@@ -95,6 +95,25 @@ def test_icl_adds_twice_the_posteriors_entropy_to_bic_and_merges_a_non_gaussian_
     assert bic.k > 2 and icl.k == 2 and adjusted_rand_score(y, icl.labels) == 1.0
     with pytest.raises(ValueError, match="criterion"):
         bic_choice(X, starts, criterion="aic")
+
+
+def test_aic3_charges_three_per_parameter_so_it_never_chooses_fewer_clusters_than_bic():
+    """AIC3 (``criterion="aic3"``) is -2 log-likelihood plus 3 per free parameter where BIC charges log N: on the
+    same fits its values are BIC's less (log N - 3) per parameter, and as the parameters grow with K, its K is at
+    least BIC's wherever log N > 3. Three clusters, two of them close: BIC merges the pair, AIC3 does not."""
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1, 2], 100)
+    X = np.array([[0.0, 0.0], [2.8, 0.0], [6.0, 0.0]])[y] + rng.normal(size=(300, 2)) * [0.7, 1.0]
+    X = (X - X.mean(0)) / X.std(0)
+    candidates = kmeans_starts(X, 6)
+    bic, aic3 = choose(X, candidates, 6), choose(X, candidates, 6, criterion="aic3")
+    penalty_gap = np.array([n_parameters(int(k), 2) for k in bic.ks]) * (np.log(len(X)) - 3.0)
+    np.testing.assert_allclose(aic3.bic, bic.bic - penalty_gap)
+    np.testing.assert_allclose(aic3.scores, -0.5 * aic3.bic / len(X))
+    assert bic.k == 2 and aic3.k > bic.k
+    assert adjusted_rand_score(y, aic3.labels) > adjusted_rand_score(y, bic.labels) + 0.2
+    with pytest.raises(ValueError, match="criterion"):
+        choose(X, candidates, 6, criterion="icl")
 
 
 def test_choose_starts_each_k_from_its_candidate_and_refuses_wide_designs():
