@@ -25,6 +25,7 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
   network; ``bic-net-floor-fine`` was until 2026-12-03); ``bic-kmeans3-floor-fine``: from three k-means++ partitions
   (seeds 0-2), the likeliest converged mixture kept; ``icl-kmeans-floor-fine``: the shipped path with K by ICL
   (BIC plus twice the posteriors' entropy, :func:`model.low_dim.bic_choice`) instead of BIC;
+  ``aic3-kmeans-floor-fine``: with K by AIC3 (:data:`model.low_dim.PENALTIES`);
 - ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
   but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
   values (codes not), or of 4-7 values (rating scales);
@@ -86,6 +87,16 @@ Three k-means++ starts per K against the shipped one:
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         dev shapes coarse-low-d --variants bic-kmeans-floor-fine bic-kmeans3-floor-fine \
         --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-kmeans3
+
+K by AIC3 (3 per parameter) instead of BIC on the shipped path (proposed after a probe of these sets showed BIC
+below the labelled K on most 2-3-column prior tables; confirmed on a fresh draw or not shipped):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 24000 --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fresh
 
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
