@@ -1,6 +1,10 @@
 """The BIC path's probabilities over K (``model.low_dim``), fitted on development data and checked on a fresh draw.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --out docs/results/bic-calibration
+    PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --criterion aic3 --fresh-offset 25000
+
+(the second for K by AIC3, the path's criterion since 2026-12-06: ``docs/results/bic-calibration-aic3``;
+``model.low_dim.CALIBRATION`` holds each criterion's constants).
 
 On the tables of at most ``model.low_dim.MAX_WIDTH`` design columns of the development sets ``low-d`` (the paper's
 prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), in ``TabClustPFN``'s design space
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -49,7 +54,7 @@ SIZES = {"low-d": 200, "shapes": 54}
 LATENT_SIZES = {"all-cat": 200}
 
 
-def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
+def _work(criterion: str, args: tuple[str, str, int, int, int, int]) -> list[dict]:
     checkpoint, which, n, start, stop, offset = args
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
@@ -66,7 +71,7 @@ def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:
         if X.shape[1] > MAX_WIDTH:
             continue
         k_hi = min(cfg.k_max, len(y) - 1)
-        choice = choose(X, kmeans_starts(X, k_hi), k_hi)
+        choice = choose(X, kmeans_starts(X, k_hi), k_hi, criterion=criterion)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
         rows.append({"draw": offset, "set": which, "table": name, "rows": X.shape[0], "K": int(len(np.unique(y))),
@@ -152,15 +157,24 @@ def main(argv=None) -> None:
     ap.add_argument("--path", default="low-dim", choices=("low-dim", "latent-class"),
                     help="the BIC path of few numeric columns (model.low_dim) or the latent class path of tables of "
                          "categories only (model.latent_class)")
+    ap.add_argument("--criterion", default="bic", choices=("bic", "aic3"),
+                    help="the BIC path's criterion for K (model.low_dim.PENALTIES; default: %(default)s)")
     ap.add_argument("--out", default=None,
-                    help="default: docs/results/bic-calibration, or latent-class-calibration for that path")
+                    help="default: docs/results/bic-calibration (-aic3 for that criterion), or "
+                         "latent-class-calibration for that path")
     args = ap.parse_args(argv)
     if args.fresh_offset <= 0:
         ap.error("--fresh-offset must be > 0: the fit draw starts at 0")
     latent = args.path == "latent-class"
-    module, sizes, work = (latent_class, LATENT_SIZES, _work_latent) if latent else (low_dim, SIZES, _work)
-    TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE = module.TEMPERATURE, module.TOP_INTERCEPT, module.TOP_SLOPE  # noqa: N806
-    out_path = args.out or ("docs/results/latent-class-calibration" if latent else "docs/results/bic-calibration")
+    if latent and args.criterion != "bic":
+        ap.error("--criterion is the BIC path's: the latent class path's is the estimator's (_latent_criterion)")
+    module, sizes, work = ((latent_class, LATENT_SIZES, _work_latent) if latent
+                           else (low_dim, SIZES, partial(_work, args.criterion)))
+    TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE = ((module.TEMPERATURE, module.TOP_INTERCEPT, module.TOP_SLOPE)  # noqa: N806
+                                             if latent else low_dim.CALIBRATION[args.criterion])
+    suffix = "" if args.criterion == "bic" else f"-{args.criterion}"
+    out_path = args.out or ("docs/results/latent-class-calibration" if latent
+                            else f"docs/results/bic-calibration{suffix}")
     rows = []
     for offset in (0, args.fresh_offset):
         rows += rows_per_set(work, args.checkpoint, list(sizes), sizes, args.tasks, args.workers, extra=(offset,))
@@ -187,9 +201,11 @@ def main(argv=None) -> None:
                 lines.append(f"| {label} | {which} | {model} | {which_constants} | " + " | ".join(values) + " |")
     given = sys.argv[1:] if argv is None else list(argv)
     title = ("The latent class path's probabilities over K (development set, tables of categories only)" if latent
-             else "The BIC path's probabilities over K (development sets, tables of few columns)")
+             else f"The BIC path's probabilities over K{' (K by AIC3)' if suffix else ''} (development sets, tables of "
+                  "few columns)")
     out = [f"# {title}", "", *lines, "",
-           f"Today's constants (`{module.__name__}`): temperature {TEMPERATURE:.4g}, top choice (intercept, "
+           f"Today's constants (`{module.__name__}`{'' if latent else f', {args.criterion}'}): temperature "
+           f"{TEMPERATURE:.4g}, top choice (intercept, "
            f"slope) ({TOP_INTERCEPT:.4g}, "
            f"{TOP_SLOPE:.4g}). Fitted on the fit draw: temperature {temperature:.4g} (the labelled K), top choice "
            f"({fitted_top[0]:.4g}, {fitted_top[1]:.4g}) (whether the top K was the labelled one), and with that "

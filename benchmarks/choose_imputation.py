@@ -38,7 +38,16 @@ one side of its column, the likelier it goes; a report on where real tables put 
 seed 5000 on, with cells missing completely at random, ``neighbors-mixed`` after a probe on 120 ``prior`` and 120
 ``coarse`` tables from the same seeds; the first and third commands' tables (seeds from 9000 and from 10000 on)
 and the dev suite were seen by no step before them; ``neighbors-average`` was proposed without a probe and is
-judged on the tables from seed 11000 on. Per set, each variant against the baseline table by table:
+judged on the tables from seed 11000 on. ``neighbors-mixed-bic`` and ``-aic3``: today's filling with the BIC
+path's K by BIC (its default) or by AIC3 on every table (``TabClustPFN._low_dim_criterion``), whether AIC3 holds
+where cells were filled:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline neighbors-mixed-bic \\
+        --variants neighbors-mixed-aic3 --offset 26000 --set low-d shapes --out docs/results/choice-low-dim-aic3-gaps
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_imputation.py --baseline neighbors-mixed-bic \\
+        --variants neighbors-mixed-aic3 --set dev-gaps --out docs/results/choice-low-dim-aic3-dev-gaps
+
+Per set, each variant against the baseline table by table:
 paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The protocol (docs/DESIGN.md):
 a variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none. Writes
 ``OUT.md`` and ``OUT.csv`` (one row per table, with its share of missing cells).
@@ -59,7 +68,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 BASELINE = "median"
-VARIANTS = ("median", "neighbors", "neighbors-mixed", "neighbors-average", "neighbors-mixed-empty-apart")
+VARIANTS = ("median", "neighbors", "neighbors-mixed", "neighbors-average", "neighbors-mixed-empty-apart",
+            "neighbors-mixed-bic", "neighbors-mixed-aic3")
 RATE = (0.05, 0.3)  # the table's missing rate is drawn from this range
 COLUMN_SPREAD = 2.0  # each column's rate is the table's times a draw from 0..COLUMN_SPREAD
 MAX_COLUMN_RATE = 0.6
@@ -116,6 +126,9 @@ def estimator_for(variant: str, checkpoint: str | None):
     est._impute_categorical = "mixed" in tokens or "average" in tokens
     est._impute_average_gaps = "average" in tokens
     est._empty_rows_apart = "apart" in tokens
+    for criterion in ("bic", "aic3"):  # the BIC path's K by this criterion, tables with cells to fill or not
+        if criterion in tokens:
+            est._low_dim_criterion = est._low_dim_criterion_rough = criterion
     return est
 
 

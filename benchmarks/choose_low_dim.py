@@ -25,7 +25,8 @@ K ranker's K). A table whose design (numeric columns and one-hot codes) has more
   network; ``bic-net-floor-fine`` was until 2026-12-03); ``bic-kmeans3-floor-fine``: from three k-means++ partitions
   (seeds 0-2), the likeliest converged mixture kept; ``icl-kmeans-floor-fine``: the shipped path with K by ICL
   (BIC plus twice the posteriors' entropy, :func:`model.low_dim.bic_choice`) instead of BIC;
-  ``aic3-kmeans-floor-fine``: with K by AIC3 (:data:`model.low_dim.PENALTIES`);
+  ``aic3-kmeans-floor-fine``: with K by AIC3 (:data:`model.low_dim.PENALTIES`); ``aic3-fine-kmeans-floor-fine``:
+  by AIC3 where every design column has many values (:func:`model.low_dim.fine_columns`), else by BIC;
 - ``bic-fine-else-ranker``, ``bic-else-ranker-on-levels``, ``bic-else-ranker-on-4-7-levels``: the shipped path,
   but ``default`` (the ranker's K) on designs with a column of at most 20 values (one-hot codes included), of 3-20
   values (codes not), or of 4-7 values (rating scales);
@@ -98,6 +99,16 @@ below the labelled K on most 2-3-column prior tables; confirmed on a fresh draw 
         shapes coarse-low-d --offset 24000 --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
         --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fresh
 
+AIC3 on fine-grained designs only (proposed after AIC3 chased the lattice of a 4-column table of 1-5 scores, K = 8
+where BIC found 2, a case of issue 28; confirmed on a fresh draw or not shipped):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine aic3-fine-kmeans-floor-fine \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fine
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 27000 --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
+        aic3-fine-kmeans-floor-fine --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fine-fresh
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -132,6 +143,7 @@ BIC_VARIANTS = {
     "bic-kmeans3-floor-fine": (("kmeans3",), "fine"),
     "icl-kmeans-floor-fine": (("kmeans",), "fine"),
     "aic3-kmeans-floor-fine": (("kmeans",), "fine"),
+    "aic3-fine-kmeans-floor-fine": (("kmeans",), "fine"),
 }
 #: variant -> the widest design it takes the BIC path on (``bic-net`` with a narrower bound)
 WIDTH_VARIANTS = {"bic-net-w2": 2, "bic-net-w3": 3}
@@ -159,7 +171,7 @@ DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
     """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
     (K = 2..k_hi) and the ranker's ``k``."""
-    from model.low_dim import bic_choice, converged_em, kmeans_start, resolution_floor
+    from model.low_dim import bic_choice, converged_em, fine_columns, kmeans_start, resolution_floor
     from model.refinement import full_em
 
     if name == BASELINE:
@@ -179,8 +191,10 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         seeds = (0,) if "kmeans" in kinds else (0, 1, 2) if "kmeans3" in kinds else ()
         starts = {kk: ([candidates[kk - 2]] if "net" in kinds else []) + [kmeans_start(X, kk, s) for s in seeds]
                   for kk in range(2, k_hi + 1)}
-        choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor,
-                            criterion=name.split("-", 1)[0])
+        criterion = name.split("-", 1)[0]
+        if name.startswith("aic3-fine-") and not fine_columns(X).all():  # AIC3 on fine-grained designs only
+            criterion = "bic"
+        choice = bic_choice(X, starts, floor=resolution_floor(X) if floor == "fine" else floor, criterion=criterion)
         return choice.labels, choice.k
     raise ValueError(f"unknown variant {name!r}")
 

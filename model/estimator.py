@@ -34,6 +34,7 @@ from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
 from model.low_dim import CRITERION as LOW_DIM_CRITERION
+from model.low_dim import fine_columns
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
 from model.latent_class import CategoricalMixture
@@ -351,7 +352,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
     #: ``docs/results/choice-low-dim-kmeans-starts*.md``); the time it saves: ``benchmarks/bench_low_dim_starts.py``.
     _low_dim_starts = "kmeans"
-    #: Where every kept column is categorical (or a flag, below), K and the partition from latent class models, K by BIC
+    #: Where every kept column is categorical (or a flag, below), K and the partition from latent class models
     #: (:mod:`model.latent_class`), their EM started from: ``"kmeans"``, k-means++ partitions of the one-hot codes (the
     #: network is not run); ``"network"``, the network's Lloyd-refined candidates; ``"both"``, the likelier of the two
     #: per K; None: such tables take the network's path like any other (the baseline it was judged against).
@@ -365,9 +366,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: baseline it was judged against; :data:`model.latent_class.CRITERIA`, ``choice-categorical-aic3*.md``).
     _latent_criterion = "aic3"
     #: What K the BIC path of few design columns judges its mixtures by: ``"bic"`` (log N per parameter) or ``"aic3"``
-    #: (3 per parameter; :data:`model.low_dim.PENALTIES`); its probabilities over K are fitted to
-    #: :data:`model.low_dim.CRITERION`'s scores. A design switch judged by ``benchmarks/choose_low_dim.py``.
+    #: (3 per parameter; :data:`model.low_dim.PENALTIES`), and by which on a rough table: one with a cell to fill or
+    #: a design column of <= 20 values (a filled cell or a level is a point mass no Gaussian draws, and AIC3 fits
+    #: them components of their own). Design switches: AIC3 on complete fine tables failed the protocol on a fresh
+    #: draw (``benchmarks/choose_low_dim.py``, ``docs/results/choice-low-dim-aic3*.md``; with cells removed,
+    #: ``benchmarks/choose_imputation.py``, ``choice-low-dim-aic3-gaps.md``). P(K) is each criterion's
+    #: (:data:`model.low_dim.CALIBRATION`).
     _low_dim_criterion = LOW_DIM_CRITERION
+    _low_dim_criterion_rough = "bic"
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -516,6 +522,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
         self._empty, self._empty_rows = empty, empty_rows
+        self._cells_filled = bool(pre.absent_cells(table)[held].any())
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if pre.screened_:  # columns that differ between the clusters found without them come back
             back = associated_columns(pre.screened_values(table.iloc[ctx]), self.labels_[ctx],
@@ -586,7 +593,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         # K by BIC of full-covariance mixtures (model.low_dim) on tables of few design columns; started from
         # k-means++ partitions there, the network is not run at all
         defaults = self.n_clusters is None and self.k_selection == "auto" and self.refine == "gmm"
-        # K by BIC of latent class models (model.latent_class) on tables of categories only (numeric 0/1 flags
+        # K by AIC3 of latent class models (model.latent_class) on tables of categories only (numeric 0/1 flags
         # among them with _categorical_flags), in a design of their own: every flag one-hot too; a design of at
         # most LOW_DIM_MAX_WIDTH columns (the only kind the choice never met) stays on the BIC path below
         latent = defaults and self._categorical_path is not None and rows.shape[1] > LOW_DIM_MAX_WIDTH
@@ -620,7 +627,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
         low_dim = None
         if bic_path:
-            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, self._low_dim_criterion)
+            rough = self._cells_filled or not fine_columns(rows).all()
+            criterion = self._low_dim_criterion_rough if rough else self._low_dim_criterion
+            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, criterion)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":

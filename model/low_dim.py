@@ -5,13 +5,15 @@ to convergence from a sensible start finds it; the network, trained over the pri
 the weaker judge of both K and the borders. Here each candidate K's mixture is run to convergence from a k-means++
 partition at that K (:func:`kmeans_starts`; the estimator does not run the network on such a table), its
 covariances' eigenvalues floored at 0.01 (z units) where every column is fine-grained and at 0.1 where one has few
-levels (:func:`resolution_floor`), and K is the one of lowest BIC. The mixture is
+levels (:func:`resolution_floor`), and K is the one of lowest BIC (:data:`CRITERION`; AIC3 is a design switch of
+the estimator). The mixture is
 :class:`model.refinement.FullMixture`, so rows new to the fit are assigned as ``refine="gmm"`` assigns them.
 The probabilities over K (:func:`bic_probabilities`) give the K of lowest BIC the probability that a logistic
 curve in the log of its BIC margin over the runner-up gives (the reliability of that top choice), and share the
 rest among the other K as a softmax of the per-row score -BIC / (2N) at :data:`TEMPERATURE` does (at 1 / N that
 softmax would be Schwarz's approximation to the posterior over K, far too sure where the clusters are not
-Gaussian). Both are fitted on development data (``benchmarks/bic_calibration.py``).
+Gaussian); -AIC3 / (2N) likewise. Both are fitted on development data per criterion
+(``benchmarks/bic_calibration.py``, :data:`CALIBRATION`).
 
 ``TabClustPFN`` takes this path with its defaults (``k_selection="auto"``, ``refine="gmm"``, K not given) on tables
 whose design has at most :data:`MAX_WIDTH` columns (one-hot codes counted): :func:`choose`. Chosen on development
@@ -24,7 +26,10 @@ instead of the network's (Lloyd-refined) candidates it is within one standard er
 (``choice-low-dim-kmeans-starts*.md``) and spares the network's forward passes (``bench-low-dim-starts.md``).
 The resolution floor, against 0.1 everywhere (``choice-low-dim-floor*.md``): low-d +0.029 +- 0.005 / +0.033 +-
 0.006, mid-d +0.006 +- 0.002 / +0.009 +- 0.003, shapes +0.041 +- 0.012 / +0.045 +- 0.017, no set lost; 0.01
-everywhere lost on coarse tables."""
+everywhere lost on coarse tables. AIC3 against BIC (``choice-low-dim-aic3*.md``): low-d +0.019 +- 0.004 / +0.016
++- 0.004 / +0.019 +- 0.004 (three draws), mid-d +0.009 / +0.008 / +0.008 +- 0.003, shapes +0.000 +- 0.007 / -0.004
++- 0.007 / -0.003 +- 0.003 (1-3 better, 7-8 worse on each draw): a loss on the third draw, and where cells were
+filled or a column had few levels it split them (``*-gaps.md``; a lattice of 1-5 scores: K = 8), so BIC stays."""
 
 from __future__ import annotations
 
@@ -40,20 +45,20 @@ MAX_STEPS = 100
 TOLERANCE = 1e-3
 #: :func:`choose`: the widest design it serves.
 MAX_WIDTH = FULL_COVARIANCE_MAX_WIDTH
-#: The temperature of the softmax over K by which :func:`bic_probabilities` shares the rest, on the per-row score
-#: -BIC / (2N): the maximum-likelihood fit to the labelled K of the low-d and shapes development tables, fitted with
-#: the resolution floor and the network's starts. With today's k-means++ starts the fit is 0.387, with the same mean
-#: log p(labelled K) to three decimals on both draws (``docs/results/bic-calibration.md``), so 0.373 stays.
-TEMPERATURE = 0.373
-#: :func:`bic_probabilities`: the top choice's probability, sigmoid(TOP_INTERCEPT + TOP_SLOPE * log(1 + margin)) with
-#: the margin half the BIC gap to the runner-up; the logistic fit to whether the top choice was the labelled K on
-#: the same tables (``docs/results/bic-calibration.md``). A softmax alone cannot fit both the top choice and the
-#: rest: at the temperature that fits the labelled K, the top choice, right on 0.32 / 0.30 of the tables (fit /
-#: fresh draw), got 0.16 on average (ECE 0.17 / 0.15); with this curve 0.33 (ECE 0.08 / 0.07).
-TOP_INTERCEPT = -2.218
-TOP_SLOPE = 0.5365
-#: :func:`choose`'s criterion for K (:data:`PENALTIES`), the one the constants above are fitted to.
+#: :func:`choose`'s criterion for K (:data:`PENALTIES`). AIC3 gained on 2-3-column prior tables and lost a little on
+#: cluster shapes; it failed the protocol on a fresh draw (``choice-low-dim-aic3*.md``), so BIC stays.
 CRITERION = "bic"
+#: Per criterion, the constants of :func:`bic_probabilities` on its per-row scores -criterion / (2N): the temperature
+#: of the softmax over K by which the rest is shared, and the top choice's probability sigmoid(intercept + slope *
+#: log(1 + margin)), the margin half the criterion's gap to the runner-up. Fitted by maximum likelihood on the low-d
+#: and shapes development tables (``benchmarks/bic_calibration.py``): the curve to whether the top choice was the
+#: labelled K, BIC's temperature to the labelled K by the softmax alone (``docs/results/bic-calibration.md``),
+#: AIC3's to the labelled K under the curve (``bic-calibration-aic3.md``). A softmax alone cannot fit both the top
+#: choice and the rest: at BIC's temperature the top choice, right on 0.32 / 0.30 of the tables (fit / fresh draw),
+#: got 0.16 on average (ECE 0.17 / 0.15); with its curve 0.33 (ECE 0.08 / 0.07). ICL takes BIC's.
+CALIBRATION = {"bic": (0.373, -2.218, 0.5365), "aic3": (3.019, -1.309, 0.3233)}
+#: the constants of :data:`CRITERION`
+TEMPERATURE, TOP_INTERCEPT, TOP_SLOPE = CALIBRATION[CRITERION]
 #: :func:`resolution_floor`: the eigenvalue floor where every design column is fine-grained.
 FINE_FLOOR = 0.01
 #: :func:`kmeans_starts`: the seed of its k-means++ initialisations (fixed: a table always gets the same starts).
@@ -101,8 +106,8 @@ def converged_em(X: np.ndarray, labels: np.ndarray, k: int, floor: float = VARIA
 @dataclass(frozen=True)
 class BicChoice:
     """The mixture BIC chose: ``k``, its ``labels`` and ``mixture``; per K of ``ks`` the ``bic``, the per-row score
-    -BIC / (2N) (``scores``) and the probabilities over K (``probabilities``, :func:`bic_probabilities` at the
-    temperature :func:`bic_choice` was given)."""
+    -BIC / (2N) (``scores``) and the probabilities over K (``probabilities``, :func:`bic_probabilities` with the
+    criterion's :data:`CALIBRATION`); under another criterion than BIC, ``bic`` and ``scores`` hold its values."""
 
     k: int
     labels: np.ndarray
@@ -127,13 +132,13 @@ PENALTIES = {"bic": np.log, "aic3": lambda n: 3.0}
 
 
 def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float = VARIANCE_FLOOR,
-               max_steps: int = MAX_STEPS, tol: float = TOLERANCE, temperature: float = TEMPERATURE,
-               criterion: str = "bic") -> BicChoice:
+               max_steps: int = MAX_STEPS, tol: float = TOLERANCE, criterion: str = "bic") -> BicChoice:
     """Per K of ``starts`` (K -> the hard partitions to start EM from), the converged mixture of highest likelihood
     among its starts; then the K of lowest BIC (ties to the smaller K). ``criterion="aic3"``: a penalty of 3 per
     parameter instead of log N (:data:`PENALTIES`); ``bic`` then holds AIC3. ``criterion="icl"``: BIC plus twice the
     :func:`classification_entropy` (Biernacki, Celeux and Govaert's ICL), which counts against K the components
-    that overlap, so a cluster that is not Gaussian is not split into several that are; ``bic`` then holds it."""
+    that overlap, so a cluster that is not Gaussian is not split into several that are; ``bic`` then holds it.
+    The probabilities over K are the criterion's (:data:`CALIBRATION`; ICL takes BIC's)."""
     if not starts:
         raise ValueError("bic_choice needs at least one K to fit")
     if criterion not in (*PENALTIES, "icl"):
@@ -150,7 +155,8 @@ def bic_choice(X: np.ndarray, starts: dict[int, list[np.ndarray]], floor: float 
             bic[i] += 2.0 * classification_entropy(X, best[1])
     j = int(np.argmin(bic))
     scores = -0.5 * bic / n
-    return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, bic_probabilities(scores, n, temperature),
+    probabilities = bic_probabilities(scores, n, *CALIBRATION.get(criterion, CALIBRATION["bic"]))
+    return BicChoice(int(ks[j]), fits[j][0], fits[j][1], ks, bic, scores, probabilities,
                      {int(k): fit[1] for k, fit in zip(ks, fits)})
 
 

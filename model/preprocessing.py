@@ -605,13 +605,18 @@ class TablePreprocessor:
         entirely missing or constant do not count). Filling can only put such a row at the columns' centre, where
         it carries nothing about the clusters. A missing-value marker in a numeric column (``"?"``) counts as
         missing."""
+        return self.absent_cells(X).all(axis=1)
+
+    def absent_cells(self, X: Any) -> np.ndarray:
+        """(n, usable columns) bool: the cells of ``X`` that filling supplies, in the usable columns (kept, then
+        screened) as :meth:`empty_rows` counts them."""
         frame = self._frame(X)
         columns = [*self.columns_, *getattr(self, "_screened_columns", [])]
         absent = frame.iloc[:, [c.index for c in columns]].isna().to_numpy(copy=True)
         for i, col in enumerate(columns):
             if not col.categorical and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[col.index]):
                 absent[:, i] |= each_distinct(is_missing_marker, frame.iloc[:, col.index].to_numpy(object)).astype(bool)
-        return absent.all(axis=1)
+        return absent
 
     def screened_values(self, X: Any) -> np.ndarray:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""

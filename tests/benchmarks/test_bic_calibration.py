@@ -35,6 +35,36 @@ def test_bic_calibration_fits_its_models_on_the_first_draw_and_reports_both_draw
         main(["--fresh-offset", "0", "--out", str(out)])
 
 
+def test_the_bic_path_is_calibrated_per_criterion_with_that_criterions_scores_and_constants(tmp_path):
+    """``--criterion aic3``: the scores are -AIC3 / (2N) of the same mixtures (above BIC's by (log N - 3) per
+    parameter / (2N)), reported against AIC3's constants (``model.low_dim.CALIBRATION``); the latent class path
+    refuses the option."""
+    from benchmarks.bic_calibration import main
+    from model.low_dim import CALIBRATION, n_parameters
+
+    tables = {}
+    for criterion in ("bic", "aic3"):
+        out = tmp_path / criterion
+        main(["--criterion", criterion, "--tasks", "2", "--workers", "1", "--fresh-offset", "500", "--out", str(out)])
+        tables[criterion] = pd.read_csv(f"{out}.csv")
+    bic, aic3 = tables["bic"], tables["aic3"]
+    assert list(bic["table"]) == list(aic3["table"])
+    width = 2  # low-d's first tables have 2 or 3 columns: check the gap for the width that fits
+    gaps = [(np.log(n) - 3.0) / (2 * n) * np.array([n_parameters(k, p) for k in range(2, 11)])
+            for n in bic["rows"] for p in (width, width + 1)]
+    diff = (aic3.filter(like="score_").to_numpy(float) - bic.filter(like="score_").to_numpy(float))
+    for i, n in enumerate(bic["rows"]):
+        finite = np.isfinite(diff[i])
+        assert any(np.allclose(diff[i][finite], g[finite]) for g in gaps[2 * i: 2 * i + 2])
+    temperature, intercept, slope = CALIBRATION["aic3"]
+    report = (tmp_path / "aic3.md").read_text()
+    assert report.startswith("# The BIC path's probabilities over K (K by AIC3)")
+    assert (f"Today's constants (`model.low_dim`, aic3): temperature {temperature:.4g}, top choice (intercept, "
+            f"slope) ({intercept:.4g}, {slope:.4g})") in report
+    with pytest.raises(SystemExit):
+        main(["--path", "latent-class", "--criterion", "aic3", "--out", str(tmp_path / "x")])
+
+
 def test_the_latent_class_path_is_calibrated_on_tables_of_categories_only_with_its_own_constants(tmp_path):
     from benchmarks.bic_calibration import main
     from model import latent_class

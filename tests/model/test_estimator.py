@@ -324,6 +324,31 @@ def test_the_bic_path_judges_k_by_the_criterion_its_switch_names(tiny_checkpoint
     assert fits["aic3"].n_clusters_ >= fits["bic"].n_clusters_
 
 
+def test_the_bic_path_with_aic3_takes_it_on_complete_fine_tables_and_bic_on_rough_ones(tiny_checkpoint):
+    """The defaults judge K by BIC. With ``_low_dim_criterion="aic3"`` (a design switch), AIC3 judges a complete
+    table of few fine-grained columns, and BIC a rough one (``_low_dim_criterion_rough``): a cell to fill (one is
+    enough) or a column of <= 20 values, whose filled cells and levels sit where no Gaussian put them."""
+    from model.low_dim import fine_columns
+
+    X, _ = _tilted_table()
+    gappy = X.copy()
+    gappy[5, 1] = np.nan
+    levels = X.copy()
+    levels[:, 1] = np.round(X[:, 1] / 2)  # a column of a few levels
+    assert not fine_columns(levels).all() and fine_columns(X).all()
+
+    def scores(table, criterion=None, rough=None):
+        est = TabClustPFN(checkpoint=tiny_checkpoint)
+        est._low_dim_criterion = est._low_dim_criterion if criterion is None else criterion
+        est._low_dim_criterion_rough = est._low_dim_criterion_rough if rough is None else rough
+        return est.fit(table).k_scores_
+
+    assert (TabClustPFN._low_dim_criterion, TabClustPFN._low_dim_criterion_rough) == ("bic", "bic")
+    assert scores(X) == scores(X, "bic", "aic3") != scores(X, "aic3")
+    for rough in (gappy, levels):
+        assert scores(rough, "aic3") == scores(rough) != scores(rough, "aic3", "aic3")
+
+
 def test_kmeans_starts_are_seeded_k_means_partitions_at_every_k():
     from model.low_dim import kmeans_starts
 

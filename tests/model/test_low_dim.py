@@ -8,8 +8,9 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 
-from model.low_dim import (COARSE_LEVELS, FINE_FLOOR, bic_choice, choose, classification_entropy, converged_em,
-                           kmeans_starts, log_likelihood, n_parameters, resolution_floor)
+from model.low_dim import (CALIBRATION, COARSE_LEVELS, CRITERION, FINE_FLOOR, bic_choice, bic_probabilities, choose,
+                           classification_entropy, converged_em, kmeans_starts, log_likelihood, n_parameters,
+                           resolution_floor)
 from model.refinement import VARIANCE_FLOOR, full_em
 
 
@@ -64,9 +65,13 @@ def test_bic_chooses_the_number_of_tilted_gaussian_clusters_and_its_probabilitie
     np.testing.assert_allclose(choice.probabilities.sum(), 1.0)
     assert int(np.argmax(choice.probabilities)) == 1
     np.testing.assert_array_equal(choice.mixture.labels(X), choice.labels)
-    sharp = bic_choice(X, {k: [choice.labels if k == 3 else KMeans(k, n_init=1, random_state=0).fit_predict(X)]
-                           for k in range(2, 7)}, temperature=1e-3)
-    assert sharp.probabilities[1] > 0.99 and sharp.probabilities[1] > choice.probabilities[1]
+    # the probabilities are the criterion's calibrated ones (ICL takes BIC's)
+    np.testing.assert_allclose(choice.probabilities, bic_probabilities(choice.scores, len(X), *CALIBRATION["bic"]))
+    starts = {k: [KMeans(k, n_init=1, random_state=0).fit_predict(X)] for k in range(2, 7)}
+    aic3, icl = bic_choice(X, starts, criterion="aic3"), bic_choice(X, starts, criterion="icl")
+    np.testing.assert_allclose(aic3.probabilities, bic_probabilities(aic3.scores, len(X), *CALIBRATION["aic3"]))
+    np.testing.assert_allclose(icl.probabilities, bic_probabilities(icl.scores, len(X), *CALIBRATION["bic"]))
+    assert CALIBRATION["aic3"] != CALIBRATION["bic"]
 
 
 def test_bic_keeps_the_best_likelihood_among_a_ks_starts():
@@ -106,7 +111,7 @@ def test_aic3_charges_three_per_parameter_so_it_never_chooses_fewer_clusters_tha
     X = np.array([[0.0, 0.0], [2.8, 0.0], [6.0, 0.0]])[y] + rng.normal(size=(300, 2)) * [0.7, 1.0]
     X = (X - X.mean(0)) / X.std(0)
     candidates = kmeans_starts(X, 6)
-    bic, aic3 = choose(X, candidates, 6), choose(X, candidates, 6, criterion="aic3")
+    bic, aic3 = choose(X, candidates, 6, criterion="bic"), choose(X, candidates, 6, criterion="aic3")
     penalty_gap = np.array([n_parameters(int(k), 2) for k in bic.ks]) * (np.log(len(X)) - 3.0)
     np.testing.assert_allclose(aic3.bic, bic.bic - penalty_gap)
     np.testing.assert_allclose(aic3.scores, -0.5 * aic3.bic / len(X))
@@ -120,8 +125,8 @@ def test_choose_starts_each_k_from_its_candidate_and_refuses_wide_designs():
     X, y = _tilted_blobs(seed=4)
     rng = np.random.default_rng(5)
     candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
-    choice = choose(X, candidates, k_hi=6)
-    assert list(choice.ks) == [2, 3, 4, 5, 6] and choice.k == 3
+    choice = choose(X, candidates, k_hi=6)  # the default criterion, BIC
+    assert CRITERION == "bic" and list(choice.ks) == [2, 3, 4, 5, 6] and choice.k == 3
     same = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=resolution_floor(X))
     np.testing.assert_allclose(choice.bic, same.bic)
     with pytest.raises(ValueError, match="at most 4 columns"):
@@ -163,7 +168,7 @@ def test_a_design_with_a_coarse_column_keeps_the_floor_of_the_refinement():
     X = np.column_stack([X, np.random.default_rng(1).integers(0, 2, len(X))])  # a one-hot code beside them
     candidates = np.stack([KMeans(k, n_init=1, random_state=0).fit_predict(X) for k in range(2, 11)])
     want = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, 7)}, floor=VARIANCE_FLOOR)
-    np.testing.assert_allclose(choose(X, candidates, k_hi=6).bic, want.bic)
+    np.testing.assert_allclose(choose(X, candidates, k_hi=6, criterion="bic").bic, want.bic)
 
 
 def test_bic_probabilities_give_the_top_choice_its_calibrated_probability_and_the_rest_by_the_softmax():

@@ -668,6 +668,9 @@ def test_empty_rows_are_those_without_a_value_in_any_usable_column():
     # row 1: nothing; row 2: a category; row 3: a number; a value only in the dropped column does not count
     assert pre.empty_rows(table).tolist() == [False, True, False, False, False]
     assert pre.empty_rows(table.assign(a=np.nan)).tolist() == [False, True, False, True, False]
+    # the cells filling supplies, per usable column (a, c): the dropped column's gap is not one
+    np.testing.assert_array_equal(pre.absent_cells(table), [[False, False], [True, True], [True, False],
+                                                            [False, True], [False, False]])
 
 
 def test_clip_fences_keep_a_few_gross_values_from_setting_the_scale():
