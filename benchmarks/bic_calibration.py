@@ -3,8 +3,8 @@
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --out docs/results/bic-calibration
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --criterion aic3 --fresh-offset 25000
 
-(the second for K by AIC3, the path's criterion since 2026-12-06: ``docs/results/bic-calibration-aic3``;
-``model.low_dim.CALIBRATION`` holds each criterion's constants).
+(the second for K by AIC3, a design switch of the path, ``TabClustPFN._low_dim_criterion``:
+``docs/results/bic-calibration-aic3``; ``model.low_dim.CALIBRATION`` holds each criterion's constants).
 
 On the tables of at most ``model.low_dim.MAX_WIDTH`` design columns of the development sets ``low-d`` (the paper's
 prior with 2-3 columns) and ``shapes`` (``benchmarks/shapes.py``), in ``TabClustPFN``'s design space

@@ -99,8 +99,8 @@ below the labelled K on most 2-3-column prior tables; confirmed on a fresh draw 
         shapes coarse-low-d --offset 24000 --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
         --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fresh
 
-AIC3 on fine-grained designs only (proposed after AIC3 chased the lattice of a 4-column table of 1-5 scores, K = 8
-where BIC found 2, a case of issue 28; confirmed on a fresh draw or not shipped):
+AIC3 on fine-grained designs only (proposed after AIC3 split the lattice of a 4-column table of 1-5 scores, issue
+28's case in ``tests/model/test_dequantize.py``; confirmed on a fresh draw or not shipped; it was not):
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
         dev shapes coarse-low-d --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine aic3-fine-kmeans-floor-fine \
