@@ -102,6 +102,37 @@ def flag_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
     return out
 
 
+#: ``cat-cross`` (added 2026-12-06, for setting aside kept categories that only split the clusters,
+#: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-2 factors beside them that cross the
+#: clusters (:func:`crossing_factors`), as a sex beside species or a year beside regions; only where asked for.
+CATEGORICAL_CROSS = "cat-cross"
+
+
+def crossing_factors(frame: pd.DataFrame, y: np.ndarray, index: int) -> pd.DataFrame:
+    """``frame`` with 1-2 factors appended (``cross_0``, ...), drawn from table ``index``'s own stream
+    (``SeedSequence(index, spawn_key=(10,))``): each a category of 2-3 levels or, half the time, a numeric 0/1 flag,
+    its levels independent of the clusters ``y`` (frequencies ~ Dirichlet(4)), and each shifting a random 25-75 % of
+    the continuous columns by an offset per level ~ N(0, (e s)^2), e ~ U(0.25, 1) and s the column's pooled
+    standard deviation within the clusters: the factor crosses every cluster and shows in the numbers too, so no
+    independence test drops it."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(index), spawn_key=(10,)))
+    out = frame.copy()
+    y = np.asarray(y)
+    numeric = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    for j in range(int(rng.integers(1, 3))):
+        flag = bool(rng.random() < 0.5)
+        levels = 2 if flag else int(rng.integers(2, 4))
+        codes = rng.choice(levels, size=len(frame), p=rng.dirichlet(np.full(levels, 4.0)))
+        shifted = rng.choice(numeric, size=max(1, int(round(len(numeric) * rng.uniform(0.25, 0.75)))), replace=False)
+        effect = rng.uniform(0.25, 1.0)
+        for name in shifted:
+            values = out[name].to_numpy(np.float64)
+            within = np.sqrt(np.mean([values[y == k].var() for k in np.unique(y)]))
+            out[name] = values + (rng.normal(size=levels) * effect * within)[codes]
+        out[f"cross_{j}"] = codes.astype(np.int64) if flag else pd.Categorical([f"level{c}" for c in codes])
+    return out
+
+
 #: the sets made of the prior's tables with noise columns added: set -> the function adding them
 NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise}
 #: ``all-cat`` (added 2026-12-06, for the latent class path of tables of categories only,
@@ -162,9 +193,10 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         yield from shape_frames(n_tasks, offset)
         return
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
-            and which not in NOISE_COLUMNS:
+            and which not in NOISE_COLUMNS and which != CATEGORICAL_CROSS:
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, coarse-low-d, "
-                         f"{', '.join(NOISE_COLUMNS)}, {ALL_CATEGORICAL}, {ALL_CATEGORICAL_FLAGS}")
+                         f"{', '.join(NOISE_COLUMNS)}, {CATEGORICAL_CROSS}, {ALL_CATEGORICAL}, "
+                         f"{ALL_CATEGORICAL_FLAGS}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
     if which in FEW_COLUMNS:
@@ -172,11 +204,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     elif which in COARSE_FEW_COLUMNS:
         prior = dataclasses.replace(prior_variant(base, "coarse"), n_features=COARSE_FEW_COLUMNS[which])
     else:
-        prior = base if which in NOISE_COLUMNS else prior_variant(base, which)
+        prior = base if which in NOISE_COLUMNS or which == CATEGORICAL_CROSS else prior_variant(base, which)
     add_noise = NOISE_COLUMNS.get(which, lambda frame, index: frame)
     for i, task in enumerate(fixed_synthetic_tasks(dataclasses.replace(stream, prior=prior), n_tasks, offset=offset),
                              start=offset):
-        yield f"{which}_{i}", add_noise(prior_frame(task.X, task.categorical), i), np.asarray(task.y)
+        frame, y = prior_frame(task.X, task.categorical), np.asarray(task.y)
+        yield f"{which}_{i}", crossing_factors(frame, y, i) if which == CATEGORICAL_CROSS else add_noise(frame, i), y
 
 
 def paired(baseline: pd.Series, candidate: pd.Series) -> dict[str, float]:

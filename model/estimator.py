@@ -343,6 +343,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: Screened categorical columns come back unless they only split the clusters found without them
     #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, chosen with it.
     _split_check = True
+    #: The kept categorical columns and 0/1 flags of a mixed table set aside where they only split the clusters found
+    #: without them (:meth:`_set_aside_if_only_splitting`); a design switch judged by
+    #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False is the baseline.
+    _split_check_kept = False
     #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
     #: a design switch chosen by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``,
     #: ``docs/results/choice-cat-screening-binary*.md``); False is the baseline it was judged against.
@@ -533,6 +537,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if self._split_check and pre.screened_categorical.any():
             pre = self._readmit_unless_only_splitting(net, table, pre, ctx, k_cap, rule)
+        if self._split_check_kept:
+            pre = self._set_aside_if_only_splitting(net, table, pre, ctx, k_cap, rule)
         self.preprocessor_ = pre
         self.dequantized_ = spread
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
@@ -575,6 +581,38 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         crossed = pd.MultiIndex.from_arrays([without, levels]).factorize()[0]
         if adjusted_rand_score(self.labels_[ctx], levels) >= adjusted_rand_score(self.labels_[ctx], crossed):
+            return trial
+        self.__dict__.update(fitted)
+        return pre
+
+    def _set_aside_if_only_splitting(self, net: TabClustNet, table: pd.DataFrame, pre: TablePreprocessor,
+                                     ctx: np.ndarray, k_cap: int, rule: str) -> TablePreprocessor:
+        """The kept categorical columns and 0/1 flags of a table that has other columns too, set aside where they
+        only split the clusters found without them: the table is clustered again without them, and they stay out
+        where the partition with them is closer to the clusters found without them crossed with their levels than
+        to their levels alone (ARI on the context), the test :meth:`_readmit_unless_only_splitting` puts a screened
+        category to. A sex beside species, a year beside regions: such a column depends on the numeric columns
+        through the clusters' shapes, so the noise screening keeps it, and then every cluster is split by its
+        levels. Returns the preprocessor of the partition kept (``pre`` itself when the columns stay)."""
+        from sklearn.metrics import adjusted_rand_score
+
+        if pre.components_ is not None:  # past max_features the design is principal components, not columns
+            return pre
+        Z, cat_mask = pre.transform(table.iloc[ctx])
+        flags = np.isfinite(flag_cuts(Z, cat_mask))
+        aside = cat_mask | flags
+        if not aside.any() or aside.all():
+            return pre
+        names = [c.name for c, a in zip(pre.columns_, aside) if a]
+        levels = pd.MultiIndex.from_arrays(list(Z[:, aside].T)).factorize()[0]
+        with_them = self.labels_[ctx]
+        fitted = dict(self.__dict__)
+        trial = copy.deepcopy(pre).set_aside(table, names, "only splits the clusters found without it",
+                                             flags=tuple(c.name for c, f in zip(pre.columns_, flags) if f))
+        Z, cat_mask = trial.transform(table)
+        self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
+        crossed = pd.MultiIndex.from_arrays([self.labels_[ctx], levels]).factorize()[0]
+        if adjusted_rand_score(with_them, levels) < adjusted_rand_score(with_them, crossed):
             return trial
         self.__dict__.update(fitted)
         return pre

@@ -622,6 +622,29 @@ class TablePreprocessor:
         """(n, len(screened_)) float32: the screened columns of rows ``X``, z-normalised as if kept."""
         return self._encode(self._complete(self._frame(X)), self._screened_columns)
 
+    def set_aside(self, X: Any, names: list[str], reason: str, flags: tuple[str, ...] = ()) -> "TablePreprocessor":
+        """Move kept columns ``names`` among the screened ones (:meth:`readmit` puts them back), giving ``reason`` in
+        ``dropped_``; ``flags``: those of them that are numeric 0/1 flags read as categories. The PCA decision is
+        refitted on ``X`` (the fitted table)."""
+        unknown = set(names) - {c.name for c in self.columns_}
+        if unknown:
+            raise ValueError(f"not kept columns: {sorted(unknown)}")
+        if len(names) >= len(self.columns_):
+            raise ValueError("set_aside would leave no column to cluster")
+        aside = [c for c in self.columns_ if c.name in names]
+        keep = np.array([c.name not in names for c in self.columns_], bool)
+        self.columns_ = [c for c, k in zip(self.columns_, keep) if k]
+        self.cat_mask_ = self.cat_mask_[keep]
+        self._screened_columns = self._screened_columns + aside
+        self._screened_flags = self._screened_flags | set(flags)
+        self.screened_ = [c.name for c in self._screened_columns]
+        for c in aside:
+            self.dropped_[c.name] = reason
+        self.components_ = None
+        if len(self.columns_) > self.max_features:
+            self._fit_pca(self._encode(self._complete(self._frame(X))))
+        return self
+
     def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
         """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted
         table): e.g. the columns that differ between the clusters found without them

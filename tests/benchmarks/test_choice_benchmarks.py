@@ -766,6 +766,35 @@ def test_the_flag_noise_set_is_the_prior_sets_tables_with_random_numeric_flags_b
     assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("flag-noise", 3)]))
 
 
+def test_the_cat_cross_set_is_the_prior_sets_tables_with_factors_that_cross_the_clusters():
+    """Same validation seeds as ``prior``: the same rows and labels, 1-2 factors appended (a category of 2-3 levels
+    or a 0/1 flag), each shifting some of the continuous columns by its level, the same in every run."""
+    from benchmarks.choose_checkpoint import tables
+
+    shifted = 0
+    for (name, frame, y), (_, plain, y0) in zip(tables("cat-cross", 6), tables("prior", 6)):
+        assert name.startswith("cat-cross_") and np.array_equal(y, y0)
+        extra = [c for c in frame.columns if c not in plain.columns]
+        assert 1 <= len(extra) <= 2 and all(c.startswith("cross_") for c in extra)
+        for c in extra:
+            values = frame[c].astype(str) if isinstance(frame[c].dtype, pd.CategoricalDtype) else frame[c]
+            assert 2 <= values.nunique() <= 3 and (isinstance(frame[c].dtype, pd.CategoricalDtype)
+                                                   or set(np.unique(values)) == {0, 1})
+        numeric = [c for c in plain.columns if pd.api.types.is_float_dtype(plain[c])]
+        moved = [c for c in numeric if not np.allclose(frame[c], plain[c])]
+        assert moved  # some columns shift, by the factors only:
+        for c in moved:  # within a factor's level the shift is one constant
+            code = frame[extra].astype(str).agg("|".join, axis=1)
+            diff = (frame[c] - plain[c]).groupby(code).std().fillna(0.0)
+            assert (diff < 1e-9).all()
+        shifted += len(moved)
+        assert [c for c in plain.columns if c not in numeric] == [c for c in frame.columns
+                                                                  if c in plain.columns and c not in numeric]
+    assert shifted > 0
+    again = [frame for _, frame, _ in tables("cat-cross", 6)]
+    assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("cat-cross", 6)]))
+
+
 def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_path):
     from benchmarks.choose_categorical_screening import estimator_for, main
     from model.estimator import TabClustPFN
@@ -796,7 +825,10 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert (binary._screen_categorical, binary._split_check, binary._screen_binary) == ("always", True, True)
     default = estimator_for("categorical-always-split-binary", None)
     assert all(getattr(default, a) == getattr(TabClustPFN, a)
-               for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary"))
+               for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary",
+                         "_split_check_kept"))
+    kept = estimator_for("categorical-always-split-binary-kept", None)
+    assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, True)
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

@@ -673,6 +673,28 @@ def test_empty_rows_are_those_without_a_value_in_any_usable_column():
                                                             [False, True], [False, False]])
 
 
+def test_set_aside_moves_kept_columns_among_the_screened_and_readmit_puts_them_back():
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"a": rng.normal(size=50), "b": rng.normal(size=50),
+                          "sex": pd.Categorical(rng.choice(["f", "m"], 50)), "flag": rng.integers(0, 2, 50)})
+    pre = TablePreprocessor().fit(table)
+    full = pre.transform(table)[0]
+    names = [c.name for c in pre.columns_]  # the columns' labels, as screened_ names them
+    sex, flag = names[2], names[3]
+    pre.set_aside(table, [sex, flag], "only splits", flags=(flag,))
+    Z, cat_mask = pre.transform(table)
+    assert Z.shape == (50, 2) and not cat_mask.any() and pre.screened_ == [sex, flag]
+    np.testing.assert_array_equal(Z, full[:, :2])
+    assert pre.dropped_[sex] == "only splits" and pre.screened_categorical.tolist() == [True, True]
+    pre.readmit(table, [sex, flag])
+    np.testing.assert_array_equal(pre.transform(table)[0], full)
+    assert pre.screened_ == [] and sex not in pre.dropped_
+    with pytest.raises(ValueError, match="not kept"):
+        pre.set_aside(table, ["nope"], "x")
+    with pytest.raises(ValueError, match="no column"):
+        pre.set_aside(table, names, "x")
+
+
 def test_clip_fences_keep_a_few_gross_values_from_setting_the_scale():
     rng = np.random.default_rng(0)
     x = rng.normal(size=300)

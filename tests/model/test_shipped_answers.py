@@ -142,3 +142,38 @@ def test_three_blobs_with_a_fifth_of_their_cells_missing_keep_three_clusters_whe
     assert by_neighbors.n_clusters_ == 3 and adjusted_rand_score(y, by_neighbors.labels_) >= 0.95
     assert adjusted_rand_score(y, by_median.labels_) < adjusted_rand_score(y, by_neighbors.labels_)
     np.testing.assert_array_equal(by_neighbors.predict(gappy[:40]), by_neighbors.labels_[:40])
+
+
+def _crossing_sex(aligned: bool = False):
+    """Three groups 4 SD apart in 3 columns, 600 rows, beside a two-level category: a sex that crosses every group
+    and shifts one column by 0.8 SD within it (depends on the numbers, so no independence test drops it), or, with
+    ``aligned``, a category that names each row's group."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    sex = rng.integers(0, 2, 600)
+    X = rng.normal(size=(3, 3))[y] * 4 + rng.normal(size=(600, 3))
+    X[:, 0] += np.where(sex == 1, 0.8, -0.8)
+    level = np.array(["a", "b", "c"])[y] if aligned else np.where(sex == 1, "f", "m")
+    return pd.DataFrame(X, columns=["length", "depth", "mass"]).assign(sex=pd.Categorical(level)), y
+
+
+def test_a_kept_category_that_only_crosses_the_groups_is_set_aside_with_the_split_check_of_kept_columns():
+    """``_split_check_kept``: a kept category whose levels only split the clusters found without it is set aside
+    (:meth:`TabClustPFN._set_aside_if_only_splitting`): the groups come back; a category that names them stays.
+    Without it the crossing sex doubles the groups (K = 6 on 2026-12-06); if that first assertion fails the
+    network learned to ignore such a column: re-measure whether the check still pays."""
+
+    class SplitCheckKept(TabClustPFN):
+        _split_check_kept = True
+
+    frame, y = _crossing_sex()
+    assert answer(TabClustPFN(random_state=0), frame, y)["k"] > 3
+    est = SplitCheckKept(random_state=0)
+    got = answer(est, frame, y)
+    assert got["k"] == 3 and got["ari"] == 1.0 and est.preprocessor_.screened_ == ["column 'sex'"]
+    assert est.n_features_in_ == 4 and np.array_equal(est.predict(frame.iloc[:50]), est.labels_[:50])
+    aligned, y = _crossing_sex(aligned=True)
+    est = SplitCheckKept(random_state=0)
+    assert answer(est, aligned, y)["ari"] == 1.0 and est.preprocessor_.screened_ == []
