@@ -13,7 +13,7 @@ decision protocol.
 
 Each table of the development sets (``benchmarks/choose_checkpoint.py``'s, with ``cat-noise`` and ``flag-noise``:
 the prior's tables with 1-3 categorical columns, or numeric 0/1 columns, beside them that are independent of
-everything) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
+everything; ``cat-cross``) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
 
 - ``continuous``: ``screen_noise="auto"`` testing only continuous columns (the default before 2026-12-06);
 - ``categorical``: a categorical column that depends on no other column is dropped as well, where the screening
@@ -32,6 +32,21 @@ everything) is clustered by ``TabClustPFN(random_state=0)`` with every other set
   is screened as a category (``TabClustPFN._screen_binary``). Proposed 2026-12-06: three groups 4 SD apart beside a
   random 0/1 column came out K = 6 (``tests/model/test_screening.py``), where the same flag stored as ``bool`` or
   text was dropped.
+- ``categorical-always-split-binary-kept``: as the default, and the kept categorical columns and 0/1 flags of a
+  table with other columns too set aside where they only split the clusters found without them (the same test,
+  ``TabClustPFN._split_check_kept``): a sex beside species depends on the numbers, so no independence test drops
+  it. Proposed 2026-12-06 after probes on prior tables from validation seed 30000 and on the dev suite, judged on
+  ``cat-cross`` (the prior's tables with 1-2 factors that cross the clusters and shift some numeric columns) and
+  the sets above, then a fresh draw:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \\
+        --baseline categorical-always-split-binary --variants categorical-always-split-binary-kept \\
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross dev \\
+        --out docs/results/choice-cat-screening-kept
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 28000 \\
+        --baseline categorical-always-split-binary --variants categorical-always-split-binary-kept \\
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross \\
+        --out docs/results/choice-cat-screening-kept-fresh
 
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
