@@ -39,7 +39,7 @@ from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
 from model.latent_class import CategoricalMixture
 from model.latent_class import choose as choose_latent_class
-from model.screening import DEFAULT_SCREEN_NOISE, associated_columns
+from model.screening import DEFAULT_SCREEN_NOISE, associated_columns, only_splits
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              expected_ari, resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
@@ -526,7 +526,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             logger.info("N=%d > n_context=%d: clustering a random context of %d rows, assigning the rest in "
                         "chunks of %d", n, self.n_context, self.n_context, self.batch_rows)
         self._empty, self._empty_rows = empty, empty_rows
-        self._cells_filled = bool(pre.absent_cells(table)[held].any())
+        # whether a cell was filled: only asked where the BIC path's criteria differ (a design switch)
+        self._cells_filled = (self._low_dim_criterion != self._low_dim_criterion_rough
+                              and bool(pre.absent_cells(table)[held].any()))
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if pre.screened_:  # columns that differ between the clusters found without them come back
             back = associated_columns(pre.screened_values(table.iloc[ctx]), self.labels_[ctx],
@@ -562,25 +564,19 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
 
     def _readmit_unless_only_splitting(self, net: TabClustNet, table: pd.DataFrame, pre: TablePreprocessor,
                                        ctx: np.ndarray, k_cap: int, rule: str) -> TablePreprocessor:
-        """The screened categorical columns back, unless they only split the clusters found without them: the
-        table is clustered again with them, and they stay out where that partition is closer to the clusters
-        found without them crossed with the columns' levels than to the levels alone (ARI on the context). A
-        category that is noise splits every cluster by its levels (three blobs and a noise column of three levels:
-        nine clusters); a category that carries the clusters is matched by them, levels and all. Returns the
-        preprocessor of the partition kept (``pre`` itself when the columns stay out)."""
-        from sklearn.metrics import adjusted_rand_score
-
+        """The screened categorical columns back, unless they only split the clusters found without them
+        (:func:`model.screening.only_splits`, on the context): the table is clustered again with them. A category
+        that is noise splits every cluster by its levels; one that carries the clusters is matched by them. Returns
+        the preprocessor of the partition kept (``pre`` itself when the columns stay out)."""
         categorical = pre.screened_categorical
         names = [name for name, c in zip(pre.screened_, categorical) if c]
         codes = pre.screened_values(table.iloc[ctx])[:, categorical]  # the levels as the preprocessor reads them
-        levels = pd.MultiIndex.from_arrays(list(codes.T)).factorize()[0]
         without = self.labels_[ctx]
         fitted = dict(self.__dict__)
         trial = copy.deepcopy(pre).readmit(table, names)
         Z, cat_mask = trial.transform(table)
         self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
-        crossed = pd.MultiIndex.from_arrays([without, levels]).factorize()[0]
-        if adjusted_rand_score(self.labels_[ctx], levels) >= adjusted_rand_score(self.labels_[ctx], crossed):
+        if not only_splits(self.labels_[ctx], without, codes):
             return trial
         self.__dict__.update(fitted)
         return pre
@@ -588,14 +584,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     def _set_aside_if_only_splitting(self, net: TabClustNet, table: pd.DataFrame, pre: TablePreprocessor,
                                      ctx: np.ndarray, k_cap: int, rule: str) -> TablePreprocessor:
         """The kept categorical columns and 0/1 flags of a table that has other columns too, set aside where they
-        only split the clusters found without them: the table is clustered again without them, and they stay out
-        where the partition with them is closer to the clusters found without them crossed with their levels than
-        to their levels alone (ARI on the context), the test :meth:`_readmit_unless_only_splitting` puts a screened
-        category to. A sex beside species, a year beside regions: such a column depends on the numeric columns
-        through the clusters' shapes, so the noise screening keeps it, and then every cluster is split by its
-        levels. Returns the preprocessor of the partition kept (``pre`` itself when the columns stay)."""
-        from sklearn.metrics import adjusted_rand_score
-
+        only split the clusters found without them (:func:`model.screening.only_splits`, on the context, the test
+        :meth:`_readmit_unless_only_splitting` puts a screened category to): the table is clustered again without
+        them. A sex beside species, a year beside regions: such a column depends on the numeric columns through the
+        clusters' shapes, so the noise screening keeps it, and then every cluster is split by its levels. Returns
+        the preprocessor of the partition kept (``pre`` itself when the columns stay)."""
         if pre.components_ is not None:  # past max_features the design is principal components, not columns
             return pre
         Z, cat_mask = pre.transform(table.iloc[ctx])
@@ -604,15 +597,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         if not aside.any() or aside.all():
             return pre
         names = [c.name for c, a in zip(pre.columns_, aside) if a]
-        levels = pd.MultiIndex.from_arrays(list(Z[:, aside].T)).factorize()[0]
         with_them = self.labels_[ctx]
         fitted = dict(self.__dict__)
         trial = copy.deepcopy(pre).set_aside(table, names, "only splits the clusters found without it",
                                              flags=tuple(c.name for c, f in zip(pre.columns_, flags) if f))
-        Z, cat_mask = trial.transform(table)
-        self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
-        crossed = pd.MultiIndex.from_arrays([self.labels_[ctx], levels]).factorize()[0]
-        if adjusted_rand_score(with_them, levels) < adjusted_rand_score(with_them, crossed):
+        Z_without, cat_mask_without = trial.transform(table)
+        self._cluster(net, Z_without, cat_mask_without, ctx, k_cap, rule)
+        if only_splits(with_them, self.labels_[ctx], Z[:, aside]):
             return trial
         self.__dict__.update(fitted)
         return pre
@@ -665,8 +656,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 candidates[c], refined[c] = lloyd(rows, probs_all[c, :, : c + 2])
         low_dim = None
         if bic_path:
-            rough = self._cells_filled or not fine_columns(rows).all()
-            criterion = self._low_dim_criterion_rough if rough else self._low_dim_criterion
+            criterion = self._low_dim_criterion
+            if criterion != self._low_dim_criterion_rough and (self._cells_filled or not fine_columns(rows).all()):
+                criterion = self._low_dim_criterion_rough
             rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, criterion)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}

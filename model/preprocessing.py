@@ -640,10 +640,7 @@ class TablePreprocessor:
         self.screened_ = [c.name for c in self._screened_columns]
         for c in aside:
             self.dropped_[c.name] = reason
-        self.components_ = None
-        if len(self.columns_) > self.max_features:
-            self._fit_pca(self._encode(self._complete(self._frame(X))))
-        return self
+        return self._refit_pca(X)
 
     def readmit(self, X: Any, names: list[str]) -> "TablePreprocessor":
         """Put screened columns ``names`` back (in input order), refitting the PCA decision on ``X`` (the fitted
@@ -661,6 +658,10 @@ class TablePreprocessor:
             del self.dropped_[c.name]
         self.columns_ = sorted(self.columns_ + back, key=lambda c: c.index)
         self.cat_mask_ = np.array([c.categorical for c in self.columns_], bool)
+        return self._refit_pca(X)
+
+    def _refit_pca(self, X: Any) -> "TablePreprocessor":
+        """The PCA decision made again for today's kept columns on ``X`` (the fitted table)."""
         self.components_ = None
         if len(self.columns_) > self.max_features:
             self._fit_pca(self._encode(self._complete(self._frame(X))))

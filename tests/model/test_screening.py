@@ -432,3 +432,16 @@ def test_a_flag_that_carries_the_clusters_beside_noise_columns_is_kept():
     assert est.preprocessor_.screened_ == []
     kept = type("KeepFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
     np.testing.assert_array_equal(est.labels_, kept.labels_)
+
+
+def test_only_splits_says_whether_a_partition_follows_the_clusters_crossed_with_the_levels_or_the_levels():
+    from model.screening import only_splits
+
+    clusters = np.repeat([0, 1, 2], 40)
+    noise = np.tile([0, 1], 60)[:, None]  # a level that crosses every cluster
+    crossed = clusters * 2 + noise[:, 0]
+    assert only_splits(crossed, clusters, noise)  # the partition with it: the clusters split by its levels
+    assert only_splits(clusters, clusters, noise)  # a column the partition ignores: it can do without it
+    named = clusters[:, None]  # a category naming each cluster: with it, the clusters; a tie says no
+    assert not only_splits(clusters, clusters, named)
+    assert only_splits(crossed, clusters, np.column_stack([noise[:, 0], noise[:, 0]]))  # several columns, one level
