@@ -344,8 +344,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (:meth:`_readmit_unless_only_splitting`); a design switch for ``_screen_categorical="always"``, chosen with it.
     _split_check = True
     #: The kept categorical columns and 0/1 flags of a mixed table set aside where they only split the clusters found
-    #: without them (:meth:`_set_aside_if_only_splitting`); a design switch judged by
-    #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False is the baseline.
+    #: without them (:meth:`_set_aside_if_only_splitting`): ``"together"``, by the test a screened category is put
+    #: to; ``"crossing"``, by its strict form (:func:`model.screening.only_splits`). A design switch judged by
+    #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False (none) is the baseline.
     _split_check_kept = False
     #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
     #: a design switch chosen by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``,
@@ -462,6 +463,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self : TabClustPFN
             The fitted estimator.
         """
+        if self._split_check_kept not in (False, "together", "crossing"):
+            raise ValueError(f"_split_check_kept={self._split_check_kept!r}: False, 'together' or 'crossing'")
         frame = as_frame(X)
         n = frame.shape[0]
         if n < 2:
@@ -603,7 +606,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                              flags=tuple(c.name for c, f in zip(pre.columns_, flags) if f))
         Z_without, cat_mask_without = trial.transform(table)
         self._cluster(net, Z_without, cat_mask_without, ctx, k_cap, rule)
-        if only_splits(with_them, self.labels_[ctx], Z[:, aside]):
+        if only_splits(with_them, self.labels_[ctx], Z[:, aside], strict=self._split_check_kept == "crossing"):
             return trial
         self.__dict__.update(fitted)
         return pre

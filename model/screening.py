@@ -251,16 +251,26 @@ def _independence_p(codes: np.ndarray, labels: np.ndarray) -> float:
     return float(chi2_contingency(counts, correction=False).pvalue)
 
 
-def only_splits(with_them: np.ndarray, without: np.ndarray, level_values: np.ndarray) -> bool:
+#: ``only_splits(strict=True)``: how much closer (ARI) the crossed partition must be than the levels alone
+SPLIT_TIE = 0.05
+
+
+def only_splits(with_them: np.ndarray, without: np.ndarray, level_values: np.ndarray, strict: bool = False) -> bool:
     """Whether columns only split the clusters found without them: the partition ``with_them`` (found with the
     columns) is closer, by ARI, to the partition ``without`` crossed with the columns' levels than to their levels
     alone. ``level_values`` (n, c): the columns' values on the same rows, each distinct row of values one level. A
     category that is noise, or a factor crossing the clusters, splits every cluster by its levels (three blobs and a
     noise column of three levels: nine clusters); one that carries the clusters is matched by them, levels and all.
-    Ties say no."""
+    Ties say no. ``strict``: the crossed partition must also be closer to ``with_them`` than ``without`` alone is
+    (the levels do split its clusters), and closer than the levels alone by more than :data:`SPLIT_TIE`; where the
+    numeric columns are weak, weak informative categories otherwise read as a split of noise."""
     import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
     levels = pd.MultiIndex.from_arrays(list(np.asarray(level_values).T)).factorize()[0]
     crossed = pd.MultiIndex.from_arrays([np.asarray(without), levels]).factorize()[0]
-    return adjusted_rand_score(with_them, levels) < adjusted_rand_score(with_them, crossed)
+    ari_crossed = adjusted_rand_score(with_them, crossed)
+    if not strict:
+        return adjusted_rand_score(with_them, levels) < ari_crossed
+    return ari_crossed > max(adjusted_rand_score(with_them, levels) + SPLIT_TIE,
+                             adjusted_rand_score(with_them, without))

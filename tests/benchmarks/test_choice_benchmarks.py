@@ -828,7 +828,8 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
                for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary",
                          "_split_check_kept"))
     kept = estimator_for("categorical-always-split-binary-kept", None)
-    assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, True)
+    assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, "together")
+    assert estimator_for("categorical-always-split-binary-crossing", None)._split_check_kept == "crossing"
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

@@ -445,3 +445,29 @@ def test_only_splits_says_whether_a_partition_follows_the_clusters_crossed_with_
     named = clusters[:, None]  # a category naming each cluster: with it, the clusters; a tie says no
     assert not only_splits(clusters, clusters, named)
     assert only_splits(crossed, clusters, np.column_stack([noise[:, 0], noise[:, 0]]))  # several columns, one level
+
+
+def test_strict_only_splits_asks_that_the_levels_split_the_clusters_found_without_them_and_not_by_a_tie():
+    """``only_splits(strict=True)``, the split check of kept categories (``_split_check_kept="crossing"``): a
+    partition that is the clusters split by the levels still says yes; a column the partition ignores, and a
+    category that carries the clusters where the numbers alone find little, say no (the plain test says yes to the
+    second, by a hair: the noisy prior tables it lost on)."""
+    from model.screening import only_splits
+
+    clusters = np.repeat([0, 1, 2], 40)
+    noise = np.tile([0, 1], 60)[:, None]
+    assert only_splits(clusters * 2 + noise[:, 0], clusters, noise, strict=True)
+    assert only_splits(clusters, clusters, noise) and not only_splits(clusters, clusters, noise, strict=True)
+    level = np.repeat([0, 1], 200)
+    without = np.tile(np.r_[1, np.zeros(9, int)], 40)  # a small group of the numeric columns' own
+    with_them = np.where((without == 1) & (level == 0), 1, level)  # the category's groups, a few rows moved
+    assert only_splits(with_them, without, level[:, None])
+    assert not only_splits(with_them, without, level[:, None], strict=True)
+
+
+def test_an_unknown_split_check_of_kept_columns_is_refused_before_any_clustering():
+    class Unknown(TabClustPFN):
+        _split_check_kept = "each"
+
+    with pytest.raises(ValueError, match="_split_check_kept='each'"):
+        Unknown(checkpoint="no-such-file.pt").fit(np.zeros((5, 2)))

@@ -159,14 +159,15 @@ def _crossing_sex(aligned: bool = False):
     return pd.DataFrame(X, columns=["length", "depth", "mass"]).assign(sex=pd.Categorical(level)), y
 
 
-def test_a_kept_category_that_only_crosses_the_groups_is_set_aside_with_the_split_check_of_kept_columns():
+@pytest.mark.parametrize("test", ["together", "crossing"])
+def test_a_kept_category_that_only_crosses_the_groups_is_set_aside_with_the_split_check_of_kept_columns(test):
     """``_split_check_kept``: a kept category whose levels only split the clusters found without it is set aside
-    (:meth:`TabClustPFN._set_aside_if_only_splitting`): the groups come back; a category that names them stays.
-    Without it the crossing sex doubles the groups (K = 6 on 2026-12-06); if that first assertion fails the
-    network learned to ignore such a column: re-measure whether the check still pays."""
+    (:meth:`TabClustPFN._set_aside_if_only_splitting`), by either test: the groups come back; a category that names
+    them stays. Without it the crossing sex doubles the groups (K = 6 on 2026-12-06); if that first assertion fails
+    the network learned to ignore such a column: re-measure whether the check still pays."""
 
     class SplitCheckKept(TabClustPFN):
-        _split_check_kept = True
+        _split_check_kept = test
 
     frame, y = _crossing_sex()
     assert answer(TabClustPFN(random_state=0), frame, y)["k"] > 3
