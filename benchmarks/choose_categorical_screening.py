@@ -13,7 +13,8 @@ decision protocol.
 
 Each table of the development sets (``benchmarks/choose_checkpoint.py``'s, with ``cat-noise`` and ``flag-noise``:
 the prior's tables with 1-3 categorical columns, or numeric 0/1 columns, beside them that are independent of
-everything; ``cat-cross``) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its default, K inferred:
+everything; ``cat-cross``) is clustered by ``TabClustPFN(random_state=0)`` with every other setting at its
+default, K inferred:
 
 - ``continuous``: ``screen_noise="auto"`` testing only continuous columns (the default before 2026-12-06);
 - ``categorical``: a categorical column that depends on no other column is dropped as well, where the screening
@@ -27,17 +28,17 @@ everything; ``cat-cross``) is clustered by ``TabClustPFN(random_state=0)`` with 
   comes back unless it only splits the clusters found without it (the table clustered again with it; it stays out
   where that partition is closer to the clusters found without it crossed with its levels than to its levels
   alone: ``TabClustPFN._split_check``);
-- ``categorical-always-split-binary`` (the default since 2026-12-06): as ``categorical-always-split``, and a
+- ``categorical-always-split-binary`` (the default 2026-12-06): as ``categorical-always-split``, and a
   numeric column of two values (a 0/1 flag, which has no second mode to show and so is never screened as a number)
   is screened as a category (``TabClustPFN._screen_binary``). Proposed 2026-12-06: three groups 4 SD apart beside a
   random 0/1 column came out K = 6 (``tests/model/test_screening.py``), where the same flag stored as ``bool`` or
   text was dropped.
-- ``categorical-always-split-binary-kept``: as the default, and the kept categorical columns and 0/1 flags of a
-  table with other columns too set aside where they only split the clusters found without them (the same test,
-  ``TabClustPFN._split_check_kept``): a sex beside species depends on the numbers, so no independence test drops
-  it. Proposed 2026-12-06 after probes on prior tables from validation seed 30000 and on the dev suite, judged on
-  ``cat-cross`` (the prior's tables with 1-2 factors that cross the clusters and shift some numeric columns) and
-  the sets above, then a fresh draw:
+- ``categorical-always-split-binary-kept``: as ``categorical-always-split-binary``, and the kept categorical
+  columns and 0/1 flags of a table with other columns too set aside where they only split the clusters found
+  without them (the same test, ``TabClustPFN._split_check_kept``): a sex beside species depends on the numbers,
+  so no independence test drops it. Proposed 2026-12-06 after probes on prior tables from validation seed 30000
+  and on the dev suite, judged on ``cat-cross`` (the prior's tables with 1-2 factors that cross the clusters and
+  shift some numeric columns) and the sets above, then a fresh draw:
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \\
         --baseline categorical-always-split-binary --variants categorical-always-split-binary-kept \\
@@ -45,7 +46,7 @@ everything; ``cat-cross``) is clustered by ``TabClustPFN(random_state=0)`` with 
         --out docs/results/choice-cat-screening-kept
 
   It lost on noisy prior tables (``docs/results/choice-cat-screening-kept.md``), so its fresh draw was not run.
-- ``categorical-always-split-binary-crossing``: as ``-kept``, by the strict test
+- ``categorical-always-split-binary-crossing`` (the default since 2026-12-07): as ``-kept``, by the strict test
   (:func:`model.screening.only_splits` with ``strict=True``): the partition with the columns must also be closer
   to the clusters found without them crossed with the levels than to those clusters alone, and closer than to the
   levels alone by more than a tie. Proposed 2026-12-06 after the four noisy tables ``-kept`` lost on (weakly
@@ -76,7 +77,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 #: what ``--baseline`` defaults to (the baseline of the first choices, whose commands name none); today's default
-#: is ``categorical-always-split-binary``
+#: is ``categorical-always-split-binary-crossing``
 BASELINE = "continuous"
 VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
             "categorical-always-split", "categorical-always-split-binary", "categorical-always-split-binary-kept",

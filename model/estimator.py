@@ -172,7 +172,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         (three groups beside a 3-level noise category: K = 3, not 9). A numeric column of two values (a 0/1 flag)
         is screened as a category. By the protocol: tables with such categories +0.066 +- 0.011, with such flags
         +0.020 +- 0.006, on fresh draws of the development sets, no set lost
-        (``docs/results/choice-cat-screening-split-fresh2.md``, ``choice-cat-screening-binary-fresh.md``).
+        (``docs/results/choice-cat-screening-split-fresh2.md``, ``choice-cat-screening-binary-fresh.md``). A kept
+        category or flag of a table with numeric columns too is set aside where the clusters found with it are those
+        found without it split by its levels (a sex beside species): tables with such a factor +0.011 +- 0.004 on a
+        fresh draw, no set lost (``choice-cat-screening-crossing-fresh.md``).
     dequantize : bool, default=False
         Spread every numeric column of 2-20 distinct values (scores, counts, rounded measurements, numeric flags)
         uniformly over its levels' cells before clustering (:mod:`model.dequantize`), so that a lattice of levels
@@ -346,8 +349,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: The kept categorical columns and 0/1 flags of a mixed table set aside where they only split the clusters found
     #: without them (:meth:`_set_aside_if_only_splitting`): ``"together"``, by the test a screened category is put
     #: to; ``"crossing"``, by its strict form (:func:`model.screening.only_splits`). A design switch judged by
-    #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False (none) is the baseline.
-    _split_check_kept = False
+    #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False (none) is the baseline. ``"crossing"``
+    #: chosen 2026-12-07 (``docs/results/choice-cat-screening-crossing{,-fresh}.md``).
+    _split_check_kept = "crossing"
     #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
     #: a design switch chosen by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``,
     #: ``docs/results/choice-cat-screening-binary*.md``); False is the baseline it was judged against.
@@ -542,7 +546,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                 self._cluster(net, Z, cat_mask, ctx, k_cap, rule)
         if self._split_check and pre.screened_categorical.any():
             pre = self._readmit_unless_only_splitting(net, table, pre, ctx, k_cap, rule)
-        if self._split_check_kept:
+        if self._split_check_kept and self.screen_noise:
             pre = self._set_aside_if_only_splitting(net, table, pre, ctx, k_cap, rule)
         self.preprocessor_ = pre
         self.dequantized_ = spread

@@ -823,7 +823,7 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert "against categorical-always-split-binary" in (tmp_path / "choice-cat.md").read_text()
     binary = estimator_for("categorical-always-split-binary", None)
     assert (binary._screen_categorical, binary._split_check, binary._screen_binary) == ("always", True, True)
-    default = estimator_for("categorical-always-split-binary", None)
+    default = estimator_for("categorical-always-split-binary-crossing", None)
     assert all(getattr(default, a) == getattr(TabClustPFN, a)
                for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary",
                          "_split_check_kept"))

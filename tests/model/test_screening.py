@@ -349,9 +349,10 @@ def test_a_lenient_categorical_level_keeps_a_weakly_tied_category_more_often_and
 
 class _KeepCategories(TabClustPFN):
     """The baseline the default was chosen against (``benchmarks/choose_categorical_screening.py``'s
-    ``continuous``): categorical columns never screened."""
+    ``continuous``): categorical columns never screened nor set aside."""
     _screen_categorical = False
     _split_check = False
+    _split_check_kept = False
 
 
 def _blobs_and_a_category(informative: bool, seed: int = 0, n: int = 600) -> tuple[pd.DataFrame, np.ndarray]:
@@ -405,7 +406,7 @@ def test_by_default_the_split_check_brings_back_a_category_that_carries_the_clus
 def test_a_random_flag_beside_three_groups_is_dropped_however_it_is_stored(kind):
     """A random two-valued flag beside three groups 4 SD apart in 4 columns, stored as ``bool``, as text or as the
     numbers 0 and 1: screened by default (a 0/1 column as a category, ``_screen_binary``), K = 3. Kept, the 0/1
-    column splits every group: K = 6."""
+    column splits every group: K = 6; unscreened, the split check of kept columns sets it aside (K = 3)."""
     from sklearn.metrics import adjusted_rand_score
 
     rng = np.random.default_rng(0)
@@ -417,8 +418,11 @@ def test_a_random_flag_beside_three_groups_is_dropped_however_it_is_stored(kind)
     assert est.preprocessor_.screened_ == ["column 'g'"]
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.95
     if kind == "0/1":
-        kept = type("KeepFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
+        kept = type("KeepFlags", (TabClustPFN,), {"_screen_binary": False, "_split_check_kept": False})
+        kept = kept(random_state=0).fit(frame)
         assert kept.preprocessor_.screened_ == [] and kept.n_clusters_ == 6
+        aside = type("UnscreenedFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
+        assert aside.preprocessor_.screened_ == ["column 'g'"] and aside.n_clusters_ == 3
 
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")

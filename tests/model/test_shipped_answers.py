@@ -118,7 +118,7 @@ def test_a_categorical_noise_column_beside_three_groups_is_screened_and_the_grou
     frame, y = _categorical_noise()
 
     class KeepCategories(TabClustPFN):
-        _screen_categorical, _split_check = False, False
+        _screen_categorical, _split_check, _split_check_kept = False, False, False
 
     assert answer(KeepCategories(random_state=0), frame, y)["ari"] < 0.9
     est = TabClustPFN(random_state=0)
@@ -161,16 +161,21 @@ def _crossing_sex(aligned: bool = False):
 
 @pytest.mark.parametrize("test", ["together", "crossing"])
 def test_a_kept_category_that_only_crosses_the_groups_is_set_aside_with_the_split_check_of_kept_columns(test):
-    """``_split_check_kept``: a kept category whose levels only split the clusters found without it is set aside
-    (:meth:`TabClustPFN._set_aside_if_only_splitting`), by either test: the groups come back; a category that names
-    them stays. Without it the crossing sex doubles the groups (K = 6 on 2026-12-06); if that first assertion fails
-    the network learned to ignore such a column: re-measure whether the check still pays."""
+    """``_split_check_kept`` (``"crossing"`` by default): a kept category whose levels only split the clusters found
+    without it is set aside (:meth:`TabClustPFN._set_aside_if_only_splitting`), by either test: the groups come
+    back; a category that names them stays. Without it the crossing sex doubles the groups (K = 6 on 2026-12-06); if
+    that first assertion fails the network learned to ignore such a column: re-measure whether the check pays."""
 
     class SplitCheckKept(TabClustPFN):
         _split_check_kept = test
 
+    class NoSplitCheckKept(TabClustPFN):
+        _split_check_kept = False
+
     frame, y = _crossing_sex()
-    assert answer(TabClustPFN(random_state=0), frame, y)["k"] > 3
+    assert answer(NoSplitCheckKept(random_state=0), frame, y)["k"] > 3
+    unscreened = SplitCheckKept(random_state=0, screen_noise=False)  # no screening: every column stays
+    assert answer(unscreened, frame, y)["k"] > 3 and unscreened.preprocessor_.screened_ == []
     est = SplitCheckKept(random_state=0)
     got = answer(est, frame, y)
     assert got["k"] == 3 and got["ari"] == 1.0 and est.preprocessor_.screened_ == ["column 'sex'"]
