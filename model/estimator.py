@@ -593,9 +593,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         """The kept categorical columns and 0/1 flags of a table that has other columns too, set aside where they
         only split the clusters found without them (:func:`model.screening.only_splits`, on the context: the test
         :meth:`_readmit_unless_only_splitting` puts a screened category to, strict where ``_split_check_kept`` is
-        ``"crossing"``): the table is clustered again without them. A sex beside species, a year beside regions: such a column depends on the numeric columns through the
-        clusters' shapes, so the noise screening keeps it, and then every cluster is split by its levels. Returns
-        the preprocessor of the partition kept (``pre`` itself when the columns stay)."""
+        ``"crossing"``): the table is clustered again without them. A sex beside species, a year beside regions:
+        such a column depends on the numeric columns through the clusters' shapes, so the noise screening keeps it,
+        and then every cluster is split by its levels. Returns the preprocessor of the partition kept (``pre``
+        itself when the columns stay)."""
         if pre.components_ is not None:  # past max_features the design is principal components, not columns
             return pre
         Z, cat_mask = pre.transform(table.iloc[ctx])
