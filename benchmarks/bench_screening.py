@@ -6,8 +6,9 @@ Every table of the development suite and of the test suites (``dev``, ``real``, 
 ``jobs/evaluate.py`` loads them) is clustered by ``TabClustPFN(random_state=0)`` with ``screen_noise=False`` and with
 ``"auto"``, alternating (so load drift on a shared machine hits both alike), ``--repeats`` times each; a table's
 time is the fastest of its repeats, after one warm-up fit that loads the network. Printed per suite: the median
-time of each, the median of the per-table ratio auto / off with its quartiles, and how many tables the screening
-dropped columns from (before the put-back, and after). Answers are not compared here: the evaluation reports do.
+time of each, the median of the per-table ratio auto / off with its quartiles, how many tables the screening
+dropped columns from (before the put-back, and after) and in how many it set kept categories or flags aside (they
+only split the clusters found without them). Answers are not compared here: the evaluation reports do.
 Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
 """
 
@@ -50,9 +51,11 @@ def measure(suites: tuple[str, ...], repeats: int) -> pd.DataFrame:
                     t_off.append(_time(off, d.features))
                     t_auto.append(_time(auto, d.features))
                 first = auto.preprocessor().fit(d.features).screened_  # the fit's own settings, before put-back
+                out = auto.preprocessor_.screened_
                 rows.append({"suite": suite, "table": d.name, "rows": d.features.shape[0],
                              "columns": d.features.shape[1], "off_s": min(t_off), "auto_s": min(t_auto),
-                             "screened": len(first), "kept_out": len(auto.preprocessor_.screened_)})
+                             "screened": len(first), "kept_out": len(set(out) & set(first)),
+                             "set_aside": len(set(out) - set(first))})
     return pd.DataFrame(rows)
 
 
@@ -62,13 +65,14 @@ def report(df: pd.DataFrame, command: str) -> list[str]:
 
     lines = ["# The default noise screening's cost in time (`screen_noise=\"auto\"` against `False`)", "",
              "| suite | tables | median s, off | median s, auto | auto / off per table: median [quartiles] | "
-             "tables screened (after the put-back) |", "|---|---|---|---|---|---|"]
+             "tables screened (after the put-back) | tables with kept columns set aside |",
+             "|---|---|---|---|---|---|---|"]
     for suite, g in df.groupby("suite", sort=False):
         ratio = g["auto_s"] / g["off_s"]
         q1, q2, q3 = np.percentile(ratio, [25, 50, 75])
         lines.append(f"| {suite} | {len(g)} | {g['off_s'].median():.3f} | {g['auto_s'].median():.3f} | "
                      f"{q2:.3f} [{q1:.3f}, {q3:.3f}] | {int((g['screened'] > 0).sum())} "
-                     f"({int((g['kept_out'] > 0).sum())}) |")
+                     f"({int((g['kept_out'] > 0).sum())}) | {int((g['set_aside'] > 0).sum())} |")
     return [*lines, "", f"Command: `{command}`", checkpoint_line(str(default_checkpoint_path())), *machine_lines()]
 
 
