@@ -39,7 +39,7 @@ from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
 from model.latent_class import CategoricalMixture
 from model.latent_class import choose as choose_latent_class
-from model.screening import DEFAULT_SCREEN_NOISE, associated_columns, only_splits
+from model.screening import DEFAULT_SCREEN_NOISE, associated_columns, could_only_split, only_splits
 from model.selection import (DEFAULT_ESTIMATOR_K_SELECTION, DEFAULT_K_SELECTION, ESTIMATOR_K_SELECTIONS,
                              expected_ari, resolve_k_selection, select_k)
 from model.structure import DEFAULT_SINGLE_CLUSTER_Z, structure_test
@@ -604,14 +604,16 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         aside = cat_mask | flags
         if not aside.any() or aside.all():
             return pre
+        with_them, strict = self.labels_[ctx], self._split_check_kept == "crossing"
+        if not could_only_split(with_them, Z[:, aside], strict=strict):  # no need to cluster without them
+            return pre
         names = [c.name for c, a in zip(pre.columns_, aside) if a]
-        with_them = self.labels_[ctx]
         fitted = dict(self.__dict__)
         trial = copy.deepcopy(pre).set_aside(table, names, "only splits the clusters found without it",
                                              flags=tuple(c.name for c, f in zip(pre.columns_, flags) if f))
         Z_without, cat_mask_without = trial.transform(table)
         self._cluster(net, Z_without, cat_mask_without, ctx, k_cap, rule)
-        if only_splits(with_them, self.labels_[ctx], Z[:, aside], strict=self._split_check_kept == "crossing"):
+        if only_splits(with_them, self.labels_[ctx], Z[:, aside], strict=strict):
             return trial
         self.__dict__.update(fitted)
         return pre

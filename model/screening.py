@@ -274,3 +274,19 @@ def only_splits(with_them: np.ndarray, without: np.ndarray, level_values: np.nda
         return adjusted_rand_score(with_them, levels) < ari_crossed
     return ari_crossed > max(adjusted_rand_score(with_them, levels) + SPLIT_TIE,
                              adjusted_rand_score(with_them, without))
+
+
+def could_only_split(with_them: np.ndarray, level_values: np.ndarray, strict: bool = False) -> bool:
+    """Whether :func:`only_splits` could say yes for some partition ``without``, asked before that partition is
+    found: False means it says no whatever the clusters found without the columns are, so they need not be found.
+    A partition crossed with the levels nests in them, so the pairs of rows it shares with ``with_them`` are at
+    most the pairs that ``with_them`` crossed with the levels holds (m). Its ARI against ``with_them`` grows with
+    the shared pairs and, once its own pairs pass m, falls as they grow: no crossed partition is closer to
+    ``with_them`` than ``with_them`` crossed with the levels, and the test (closer than the levels alone, by
+    :data:`SPLIT_TIE` where ``strict``) is put to that bound."""
+    import pandas as pd
+    from sklearn.metrics import adjusted_rand_score
+
+    levels = pd.MultiIndex.from_arrays(list(np.asarray(level_values).T)).factorize()[0]
+    bound = adjusted_rand_score(with_them, pd.MultiIndex.from_arrays([np.asarray(with_them), levels]).factorize()[0])
+    return bound > adjusted_rand_score(with_them, levels) + (SPLIT_TIE if strict else 0.0)

@@ -469,6 +469,61 @@ def test_strict_only_splits_asks_that_the_levels_split_the_clusters_found_withou
     assert not only_splits(with_them, without, level[:, None], strict=True)
 
 
+def test_could_only_split_is_never_no_where_only_splits_says_yes():
+    """``could_only_split`` bounds :func:`only_splits` from the partition with the columns alone: over random
+    partitions, levels and partitions found without them (some built as the clusters split by the levels), it
+    says no only where ``only_splits`` says no, plain and strict, and no crossed partition comes closer to the
+    partition with the columns than that partition crossed with the levels."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from model.screening import could_only_split, only_splits
+
+    rng = np.random.default_rng(0)
+    yes = no = 0
+    for _ in range(400):
+        n, k, n_levels = int(rng.integers(20, 200)), int(rng.integers(2, 8)), int(rng.integers(2, 5))
+        without = rng.integers(0, k, n)
+        levels = rng.integers(0, n_levels, (n, int(rng.integers(1, 3))))
+        with_them = rng.integers(0, k * n_levels, n)
+        if rng.random() < 0.5:  # the clusters split by the levels, some rows moved
+            with_them = np.where(rng.random(n) < 0.1, with_them, without * 10 + levels[:, 0])
+        if rng.random() < 0.3:  # levels nested in the partition with them, a few rows off
+            levels[:, 0] = np.where(rng.random(n) < 0.9, with_them * n_levels + levels[:, 0], levels[:, 0])
+        meet = pd.MultiIndex.from_arrays([with_them, *levels.T]).factorize()[0]
+        crossed = pd.MultiIndex.from_arrays([without, *levels.T]).factorize()[0]
+        assert adjusted_rand_score(with_them, crossed) <= adjusted_rand_score(with_them, meet) + 1e-12
+        for strict in (False, True):
+            if only_splits(with_them, without, levels, strict=strict):
+                yes += 1
+                assert could_only_split(with_them, levels, strict=strict)
+            no += not could_only_split(with_them, levels, strict=strict)
+    assert yes > 50 and no > 50  # both answers met
+
+
+def test_the_kept_column_check_skips_the_second_clustering_only_where_its_test_cannot_pass(monkeypatch):
+    """A category that names the clusters beside the numbers that find them: no partition crossed with its levels
+    can come closer to the clusters than its levels do, so the table is clustered once, not again without it, and
+    the answer is the one of the check that clusters again and keeps the column."""
+    import model.estimator as estimator
+
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2], 100)
+    frame = pd.DataFrame(rng.normal(size=(300, 3)) + 6 * y[:, None]).add_prefix("x").assign(
+        group=pd.Categorical(np.array(["a", "b", "c"])[y]))
+    calls = []
+    cluster = TabClustPFN._cluster
+    monkeypatch.setattr(TabClustPFN, "_cluster", lambda self, *a: (calls.append(1), cluster(self, *a))[1])
+    once = TabClustPFN(random_state=0).fit(frame)
+    n_once = len(calls)
+    monkeypatch.setattr(estimator, "could_only_split", lambda *a, **k: True)
+    calls.clear()
+    again = TabClustPFN(random_state=0).fit(frame)
+    assert len(calls) == n_once + 1
+    assert "group" not in once.preprocessor_.screened_ and "group" not in again.preprocessor_.screened_
+    np.testing.assert_array_equal(once.labels_, again.labels_)
+    assert once.n_clusters_ == 3
+
+
 def test_an_unknown_split_check_of_kept_columns_is_refused_before_any_clustering():
     class Unknown(TabClustPFN):
         _split_check_kept = "each"
