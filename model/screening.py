@@ -193,19 +193,25 @@ def noise_columns(Z: np.ndarray, cat_mask: np.ndarray, alpha: float = ALPHA, val
     continuous = np.array([not cat_mask[j] and len(np.unique(Z[:, j])) >= MIN_DISTINCT for j in range(d)])
     eligible = continuous | (cat_mask if categorical else False)
     modes = np.zeros(d, bool)
-    if trigger == "modes":  # the mode tests first: a table without a two-mode column needs no dependence test
-        modes[continuous] = [multimodal(Z[:, j], valley, min_mass) for j in np.flatnonzero(continuous)]
+    tested = np.zeros(d, bool)  # the columns whose mode test has run
+    if trigger == "modes":  # the mode tests until one column has two modes: a table without one needs no other test
+        for j in np.flatnonzero(continuous):
+            tested[j] = True
+            if multimodal(Z[:, j], valley, min_mass):
+                modes[j] = True
+                break
         if not modes.any():
             if categorical != "always" or not cat_mask.any():
                 return np.zeros(d, bool)
             evidence = _dependent(Z, cat_mask, alpha, categorical_alpha, joint)  # the categorical columns alone may go
             return cat_mask & ~evidence if evidence.any() else np.zeros(d, bool)
-    # with the modes trigger only the continuous columns without a second mode may be dropped: test those alone
+    # with the modes trigger only the columns not yet shown to have two modes may be dropped: test those alone
     evidence = _dependent(Z, cat_mask, alpha, categorical_alpha, joint,
                           only=eligible & ~modes if trigger == "modes" else None)
-    if trigger == "evidence":  # no mode test where a dependence already shows
-        for j in np.flatnonzero(continuous & ~evidence):
-            modes[j] = multimodal(Z[:, j], valley, min_mass)
+    # no mode test where a dependence already shows: the column is kept either way (each column's dependence test
+    # reads every column, so the answer is the one of testing every mode first)
+    for j in np.flatnonzero(continuous & ~tested & ~evidence):
+        modes[j] = multimodal(Z[:, j], valley, min_mass)
     evidence |= modes
     if not evidence.any():
         return np.zeros(d, bool)

@@ -122,6 +122,45 @@ def test_always_drops_nothing_where_no_column_shows_structure():
     assert not noise_columns(X, np.r_[np.zeros(4, bool), True], trigger="modes", categorical="always").any()
 
 
+def test_the_modes_trigger_skips_the_mode_test_of_a_dependent_column_and_answers_as_testing_every_mode(monkeypatch):
+    """With the modes trigger a column that depends on another is kept whatever its modes, so past the first
+    two-mode column its mode test is not run: the answer is the definition's (every continuous column's mode
+    test first; dependence tested on the eligible columns without a second mode), on tables with two-mode,
+    dependent, noise and categorical columns."""
+    import model.screening as screening
+
+    def definition(X, cat, categorical):
+        continuous = np.array([not cat[j] and len(np.unique(X[:, j])) >= screening.MIN_DISTINCT
+                               for j in range(X.shape[1])])
+        modes = np.array([bool(c) and multimodal(X[:, j]) for j, c in enumerate(continuous)])
+        eligible = continuous | (cat if categorical else False)
+        if not modes.any():
+            return noise_columns(X, cat, trigger="modes", categorical=categorical)  # no skipping before the trigger
+        return eligible & ~(dependent_columns(X, cat, only=eligible & ~modes) | modes)
+
+    rng = np.random.default_rng(5)
+    skipped = 0
+    for _ in range(12):
+        n = int(rng.integers(150, 600))
+        y = rng.integers(0, 2, n)
+        blocks = [6.0 * y[:, None] + rng.normal(size=(n, int(rng.integers(1, 3)))),  # two modes, dependent
+                  y[:, None] + rng.normal(size=(n, int(rng.integers(0, 4)))),  # dependent, one mode
+                  rng.normal(size=(n, int(rng.integers(1, 5))))]  # noise
+        X = _z(np.concatenate(blocks, axis=1))
+        X = X[:, rng.permutation(X.shape[1])]
+        cat = np.zeros(X.shape[1] + 1, bool)
+        cat[-1] = True
+        X = np.c_[X, np.where(rng.random(n) < 0.7, y, rng.integers(0, 2, n))]
+        for categorical in (False, "always"):
+            calls = []  # the mode tests noise_columns runs (the definition calls the function itself)
+            monkeypatch.setattr(screening, "multimodal", lambda x, *a: calls.append(1) or multimodal(x, *a))
+            got = noise_columns(X, cat, trigger="modes", categorical=categorical)
+            skipped += int((~cat).sum()) - len(calls)
+            monkeypatch.undo()
+            assert got.tolist() == definition(X, cat, categorical).tolist()
+    assert skipped > 0
+
+
 def test_an_unknown_categorical_screening_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="categorical must be one of"):
         noise_columns(np.zeros((30, 2)), np.zeros(2, bool), categorical="sometimes")
