@@ -286,8 +286,8 @@ def could_only_split(with_them: np.ndarray, level_values: np.ndarray, strict: bo
     """Whether :func:`only_splits` could say yes for some partition ``without``, asked before that partition is
     found: False means it says no whatever the clusters found without the columns are, so they need not be found.
     A partition crossed with the levels nests in them, so the pairs of rows it shares with ``with_them`` are at
-    most the pairs that ``with_them`` crossed with the levels holds (m). Its ARI against ``with_them`` grows with
-    the shared pairs and, once its own pairs pass m, falls as they grow: no crossed partition is closer to
+    most the pairs that ``with_them`` crossed with the levels holds. Its ARI against ``with_them`` grows with
+    the shared pairs and, once its own pairs pass that count, falls as they grow: no crossed partition is closer to
     ``with_them`` than ``with_them`` crossed with the levels, and the test (closer than the levels alone, by
     :data:`SPLIT_TIE` where ``strict``) is put to that bound."""
     import pandas as pd
