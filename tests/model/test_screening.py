@@ -519,7 +519,7 @@ def test_could_only_split_is_never_no_where_only_splits_says_yes():
 
     rng = np.random.default_rng(0)
     yes = no = 0
-    for _ in range(400):
+    for _ in range(150):
         n, k, n_levels = int(rng.integers(20, 200)), int(rng.integers(2, 8)), int(rng.integers(2, 5))
         without = rng.integers(0, k, n)
         levels = rng.integers(0, n_levels, (n, int(rng.integers(1, 3))))
@@ -536,7 +536,7 @@ def test_could_only_split_is_never_no_where_only_splits_says_yes():
                 yes += 1
                 assert could_only_split(with_them, levels, strict=strict)
             no += not could_only_split(with_them, levels, strict=strict)
-    assert yes > 50 and no > 50  # both answers met
+    assert yes > 30 and no > 30  # both answers met
 
 
 def test_the_kept_column_check_skips_the_second_clustering_only_where_its_test_cannot_pass(monkeypatch):
