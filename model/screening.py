@@ -257,6 +257,20 @@ def _independence_p(codes: np.ndarray, labels: np.ndarray) -> float:
     return float(chi2_contingency(counts, correction=False).pvalue)
 
 
+def _row_groups(values: np.ndarray) -> np.ndarray:
+    """(n,) int: the rows of ``values`` (n, c) grouped by their distinct values, each distinct row one label: the
+    columns' labels crossed one column at a time, the codes kept compact so that no product of level counts is
+    formed (a pandas MultiIndex gives the same groups, 30 times slower on a table of 30 categories)."""
+    values = np.asarray(values)
+    groups = np.zeros(len(values), np.int64)
+    if not len(values):
+        return groups
+    for column in (values if values.ndim == 2 else values[:, None]).T:
+        _, inverse = np.unique(column, return_inverse=True)
+        _, groups = np.unique(groups * (int(inverse.max()) + 1) + inverse.ravel(), return_inverse=True)
+    return groups.ravel()
+
+
 #: ``only_splits(strict=True)``: how much closer (ARI) the crossed partition must be than the levels alone
 SPLIT_TIE = 0.05
 
@@ -270,11 +284,10 @@ def only_splits(with_them: np.ndarray, without: np.ndarray, level_values: np.nda
     Ties say no. ``strict``: the crossed partition must also be closer to ``with_them`` than ``without`` alone is
     (the levels do split its clusters), and closer than the levels alone by more than :data:`SPLIT_TIE`; where the
     numeric columns are weak, weak informative categories otherwise read as a split of noise."""
-    import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
-    levels = pd.MultiIndex.from_arrays(list(np.asarray(level_values).T)).factorize()[0]
-    crossed = pd.MultiIndex.from_arrays([np.asarray(without), levels]).factorize()[0]
+    levels = _row_groups(level_values)
+    crossed = _row_groups(np.c_[np.asarray(without), levels])
     ari_crossed = adjusted_rand_score(with_them, crossed)
     if not strict:
         return adjusted_rand_score(with_them, levels) < ari_crossed
@@ -290,9 +303,8 @@ def could_only_split(with_them: np.ndarray, level_values: np.ndarray, strict: bo
     the shared pairs and, once its own pairs pass that count, falls as they grow: no crossed partition is closer to
     ``with_them`` than ``with_them`` crossed with the levels, and the test (closer than the levels alone, by
     :data:`SPLIT_TIE` where ``strict``) is put to that bound."""
-    import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
-    levels = pd.MultiIndex.from_arrays(list(np.asarray(level_values).T)).factorize()[0]
-    bound = adjusted_rand_score(with_them, pd.MultiIndex.from_arrays([np.asarray(with_them), levels]).factorize()[0])
+    levels = _row_groups(level_values)
+    bound = adjusted_rand_score(with_them, _row_groups(np.c_[np.asarray(with_them), levels]))
     return bound > adjusted_rand_score(with_them, levels) + (SPLIT_TIE if strict else 0.0)

@@ -789,3 +789,21 @@ def test_numeric_flags_are_cut_between_their_two_values_and_read_as_codes():
     new = flags_recoded(np.array([[0.1, 0.0, 5.0, 9.0]]), cuts)  # a new row between the values: by the cut
     np.testing.assert_array_equal(new[0, [0, 3]], [0, 1])
 
+
+def test_category_codes_are_the_positions_pandas_get_indexer_gives():
+    """The codes of a categorical column (``_category_codes``, on the fit and transform paths): each value's position
+    among the kept categories, -1 for an unseen or missing value, as an object index's ``get_indexer`` gives them;
+    strings, numbers and mixed columns, with None, NaN and pd.NA among them."""
+    from model.preprocessing import _category_codes
+
+    rng = np.random.default_rng(0)
+    pools = [np.array(["a", "b", "c", "d", "e"], object), np.array([1, 2, 3, 4.5, 7], object),
+             np.array(["x", 1, 2.5, "y", False], object)]
+    for pool in pools:
+        for _ in range(20):
+            values = pool[rng.integers(0, len(pool), 50)].copy()
+            values[rng.random(50) < 0.1] = [None, np.nan, pd.NA][int(rng.integers(0, 3))]
+            categories = tuple(pool[rng.permutation(len(pool))[: int(rng.integers(1, len(pool)))]])
+            expected = pd.Index(list(categories), dtype=object).get_indexer(values)
+            np.testing.assert_array_equal(_category_codes(categories, values), expected)
+

@@ -508,6 +508,20 @@ def test_strict_only_splits_asks_that_the_levels_split_the_clusters_found_withou
     assert not only_splits(with_them, without, level[:, None], strict=True)
 
 
+def test_row_groups_are_the_distinct_rows_of_the_levels():
+    """The levels of several columns as one partition (``_row_groups``, which the split tests read): two rows share a
+    label exactly when they share every value, as a pandas MultiIndex groups them; one column or many."""
+    from model.screening import _row_groups
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n, c = int(rng.integers(1, 300)), int(rng.integers(1, 30))
+        values = rng.integers(0, int(rng.integers(1, 17)), (n, c)).astype(np.float32)
+        groups = _row_groups(values if c > 1 else values[:, 0])
+        pandas = pd.MultiIndex.from_arrays(list(values.T)).factorize()[0]
+        assert len(set(zip(groups, pandas))) == len(set(groups)) == len(set(pandas))
+
+
 def test_could_only_split_is_never_no_where_only_splits_says_yes():
     """``could_only_split`` bounds :func:`only_splits` from the partition with the columns alone: over random
     partitions, levels and partitions found without them (some built as the clusters split by the levels), it
