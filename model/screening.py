@@ -260,7 +260,7 @@ def _independence_p(codes: np.ndarray, labels: np.ndarray) -> float:
 def _row_groups(values: np.ndarray) -> np.ndarray:
     """(n,) int: the rows of ``values`` (n, c) grouped by their distinct values, each distinct row one label: the
     columns' labels crossed one column at a time, the codes kept compact so that no product of level counts is
-    formed (a pandas MultiIndex gives the same groups, 30 times slower on a table of 30 categories)."""
+    formed (a pandas MultiIndex gives the same groups, about 8 times slower on 33 columns of categories)."""
     values = np.asarray(values)
     groups = np.zeros(len(values), np.int64)
     if not len(values):
