@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 import warnings
@@ -19,6 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from model.blas_threads import blas_threads
 from model.cells import checked_codes, without_codes
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.dequantize import DEFAULT_DEQUANTIZE
@@ -54,6 +56,15 @@ logger = logging.getLogger(__name__)
 
 #: File name of the checkpoint shipped with the package, in ``model/weights/``.
 DEFAULT_CHECKPOINT = "tabclustpfn-small.pt"
+
+
+def _held_blas(method):
+    """``method`` run with numpy's and scipy's BLAS pools held to the estimator's ``_blas_threads``."""
+    @functools.wraps(method)
+    def held(self, *args, **kwargs):
+        with blas_threads(self._blas_threads):
+            return method(self, *args, **kwargs)
+    return held
 
 
 @dataclass(frozen=True)
@@ -394,6 +405,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: protocol (``benchmarks/choose_imputation.py``, ``*-empty-apart``; ``docs/results/choice-empty-rows-fresh.md``:
     #: level on 5 sets, low-d -0.003 +- 0.003), so not the default.
     _empty_rows_apart = False
+    #: Threads of numpy's and scipy's BLAS pools during ``fit`` and the assignment of new rows
+    #: (:mod:`model.blas_threads`): 1, since a fit's matrices are small and idle OpenBLAS threads spin on the cores
+    #: the network needs; None leaves the pools as they are (the baseline ``benchmarks/bench_blas_threads.py``
+    #: times it against). Not a parameter: it changes the time, not the answer.
+    _blas_threads = 1
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, None, None, closed="neither"), None],
@@ -452,6 +468,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @_held_blas
     def fit(self, X, y=None):
         """Cluster ``X``.
 
@@ -821,6 +838,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         P, perm, _ = self._assign_new(X, n_clusters)  # checks the fit first
         return P[:, perm]
 
+    @_held_blas
     def _assign_new(self, X, n_clusters=None) -> tuple[np.ndarray, np.ndarray, bool]:
         """The soft assignment of new rows (n_samples, components), its components in the fit's order, the
         permutation that numbers them (``P[:, perm]``: column j is label j), and whether it is at another K than
