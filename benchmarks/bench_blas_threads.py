@@ -43,37 +43,24 @@ SETTINGS = {"one": 1, "as-is": None}
 
 def child(suites: tuple[str, ...], setting: str, repeats: int) -> list[dict]:
     """One process's measurements of one setting: per table the fastest fit and sweep, K and the labels' digest."""
-    import warnings
-
+    from benchmarks.suite_timing import suite_tables, sweep_seconds
     from model.estimator import TabClustPFN
-    from pipeline.evaluation import suites as eval_suites
-    from pipeline.evaluation.methods import silhouette_select
 
     TabClustPFN._blas_threads = SETTINGS[setting]
     est = TabClustPFN(random_state=0)
     rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the sweep's convergence chatter
-        for suite in suites:
-            data = getattr(eval_suites, f"{suite}_suite")()
-            est.fit(data[0].features)  # loads the network
-            for d in data:
-                X = d.baseline_matrix()
-                fits, sweeps = [], []
-                est.fit(d.features)  # untimed: what the sweep before left spinning stops meanwhile
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    est.fit(d.features)
-                    fits.append(time.perf_counter() - start)
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    silhouette_select("KMeans", X, 0)
-                    sweeps.append(time.perf_counter() - start)
-                labels = np.ascontiguousarray(est.labels_, dtype=np.int64)
-                rows.append({"suite": suite, "table": d.name, "setting": setting, "fit": min(fits),
-                             "fit_median": float(np.median(fits)), "kmeans_sweep": min(sweeps),
-                             "k": int(est.n_clusters_),
-                             "labels": hashlib.sha256(labels.tobytes()).hexdigest()[:16]})
+    for suite, d in suite_tables(est, suites):
+        est.fit(d.features)  # untimed: what the sweep before left spinning stops meanwhile
+        fits = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            est.fit(d.features)
+            fits.append(time.perf_counter() - start)
+        sweeps = [sweep_seconds(d.baseline_matrix()) for _ in range(repeats)]
+        labels = np.ascontiguousarray(est.labels_, dtype=np.int64)
+        rows.append({"suite": suite, "table": d.name, "setting": setting, "fit": min(fits),
+                     "fit_median": float(np.median(fits)), "kmeans_sweep": min(sweeps), "k": int(est.n_clusters_),
+                     "labels": hashlib.sha256(labels.tobytes()).hexdigest()[:16]})
     return rows
 
 
@@ -141,10 +128,7 @@ def main(argv=None) -> None:
     df = measure(tuple(args.suite), args.rounds, args.repeats)
     given = sys.argv[1:] if argv is None else list(argv)
     lines = report(df, "python benchmarks/bench_blas_threads.py " + " ".join(given))
-    if args.out:
-        write_results(args.out, df, lines)
-    else:
-        print("\n".join(lines))
+    write_results(args.out, df, lines)
 
 
 if __name__ == "__main__":

@@ -99,31 +99,20 @@ def profile_fit(est, frame) -> dict[str, float]:
 
 
 def measure(suites: tuple[str, ...], repeats: int, checkpoint: str | None = None) -> pd.DataFrame:
-    import warnings
-
+    from benchmarks.suite_timing import suite_tables, sweep_seconds
     from model.estimator import TabClustPFN
-    from pipeline.evaluation import suites as eval_suites
-    from pipeline.evaluation.methods import silhouette_select
 
     est = TabClustPFN(checkpoint=checkpoint, random_state=0)
     rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the sweep's convergence chatter
-        for suite in suites:
-            data = getattr(eval_suites, f"{suite}_suite")()
-            est.fit(data[0].features)  # loads the network
-            for d in data:
-                X = d.baseline_matrix()
-                fits, sweeps = [], []
-                for _ in range(repeats):
-                    fits.append(profile_fit(est, d.features))
-                    start = time.perf_counter()
-                    silhouette_select("KMeans", X, 0)
-                    sweeps.append(time.perf_counter() - start)
-                best = min(fits, key=lambda f: f["total"])
-                rows.append({"suite": suite, "table": d.name, "rows": d.features.shape[0],
-                             "columns": d.features.shape[1], "k": est.n_clusters_, **best,
-                             "kmeans_sweep": min(sweeps)})
+    for suite, d in suite_tables(est, suites):
+        X = d.baseline_matrix()
+        fits, sweeps = [], []
+        for _ in range(repeats):
+            fits.append(profile_fit(est, d.features))
+            sweeps.append(sweep_seconds(X))
+        best = min(fits, key=lambda f: f["total"])
+        rows.append({"suite": suite, "table": d.name, "rows": d.features.shape[0],
+                     "columns": d.features.shape[1], "k": est.n_clusters_, **best, "kmeans_sweep": min(sweeps)})
     return pd.DataFrame(rows)
 
 
@@ -165,10 +154,7 @@ def main(argv=None) -> None:
     df = measure(tuple(args.suite), args.repeats, args.checkpoint)
     given = sys.argv[1:] if argv is None else list(argv)
     lines = report(df, "python benchmarks/bench_stages.py " + " ".join(given), args.checkpoint)
-    if args.out:
-        write_results(args.out, df, lines)
-    else:
-        print("\n".join(lines))
+    write_results(args.out, df, lines)
 
 
 if __name__ == "__main__":

@@ -232,11 +232,12 @@ def write_variant_report(args: argparse.Namespace, df: pd.DataFrame, title: str,
     write_results(args.out, df, out)
 
 
-def write_results(out: str, df: pd.DataFrame, lines: list[str]) -> None:
-    """``OUT.csv`` (the rows) and ``OUT.md`` (the report's lines), which is printed too."""
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    df.to_csv(out + ".csv", index=False)
-    Path(out + ".md").write_text("\n".join(lines) + "\n")
+def write_results(out: str | None, df: pd.DataFrame, lines: list[str]) -> None:
+    """``OUT.csv`` (the rows) and ``OUT.md`` (the report's lines), which is printed too; ``out`` None: printed only."""
+    if out is not None:
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        df.to_csv(out + ".csv", index=False)
+        Path(out + ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
