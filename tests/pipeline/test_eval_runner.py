@@ -34,6 +34,23 @@ def test_a_slow_task_times_out_and_the_others_complete(ray_local):
     assert isinstance(out["bad"], TaskFailure) and "boom" in out["bad"].error
 
 
+def _thread_counts() -> dict:
+    import torch
+    from threadpoolctl import threadpool_info
+
+    import model.estimator  # noqa: F401  (loads every pool a method's fit uses: scipy's BLAS too)
+
+    return {"torch": torch.get_num_threads(), **{p["filepath"]: p["num_threads"] for p in threadpool_info()}}
+
+
+def test_a_method_runs_with_one_thread_in_every_pool_as_the_timing_table_says(ray_local):
+    # the evaluation's seconds are one-CPU figures: torch, OpenBLAS and OpenMP each at one thread in the task
+    out = run_with_timeouts([("probe", _thread_counts, ())], timeout_s=60.0, num_workers=1, progress=False)
+    counts = out["probe"]
+    assert counts["torch"] == 1 and len(counts) >= 3, counts  # torch and at least numpy's and scipy's BLAS
+    assert set(counts.values()) == {1}, counts
+
+
 def test_the_deadline_counts_from_the_start_of_a_queued_task(ray_local):
     # 12 naps of 2 s on the session's 4 CPUs run in >= 3 waves: the last start >= 4 s after submission, so a
     # deadline of 5 s counted from submission would cancel them
