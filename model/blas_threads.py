@@ -2,7 +2,7 @@
 
 A fit's numpy and scipy work is on small matrices (a context of at most 1000 rows, a few dozen columns), where a
 second BLAS thread saves nothing; meanwhile OpenBLAS's idle threads spin-wait on the cores torch's threads need for
-the network. In a plain Python process on 2 cores a real table's fit took 1.4x as long with the BLAS pools at their
+the network. In a plain Python process on 2 cores a real table's fit took 1.5x as long with the BLAS pools at their
 defaults (its fastest fit; 1.7x a typical one: ``docs/results/bench-blas-threads.md``).
 
 The limit is process-wide while it holds (threadpoolctl's): another thread of the same process calling BLAS during
