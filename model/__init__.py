@@ -14,13 +14,13 @@ from typing import Any
 
 from model.config import ModelConfig
 
-__all__ = ["ModelConfig", "TabClustNet", "InferenceOutput", "TrainOutput", "TabClustPFN"]
+__all__ = ["ModelConfig", "TabClustNet", "InferenceOutput", "TrainOutput", "TabClustPFN", "KRangeWarning"]
 
 #: Loaded on first use: the network pulls in torch (about a second) and the estimator scikit-learn and pandas, so
 #: that torch-free modules such as ``model.selection`` and ``model.config`` import without them (``--help`` and
 #: argument checks of the jobs stay instant).
 _LAZY = {"TabClustNet": "model.network", "InferenceOutput": "model.network", "TrainOutput": "model.network",
-         "TabClustPFN": "model.estimator"}
+         "TabClustPFN": "model.estimator", "KRangeWarning": "model.estimator"}
 
 
 def __getattr__(name: str) -> Any:

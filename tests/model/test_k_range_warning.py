@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from model.estimator import KRangeWarning, TabClustPFN
+from model import KRangeWarning, TabClustPFN
 
 HERE = __file__
 
