@@ -583,9 +583,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
 
     def _warn_if_k_at_top(self, k_top: int) -> None:
         """A :class:`KRangeWarning` where K was chosen (not given) and came out ``k_top``, the most clusters the fit
-        considered (K_max, ``max_clusters`` or the context's rows less one), if that is more than 2. Tables with no
-        cluster structure end there often: one round cloud, independent skewed, uniform or few-level columns (K >=
-        8 on 43 % of 84 such tables, K = 10 on 25 %; KMeans+ 19 % and 12 %: ``docs/results/no-structure.md``)."""
+        considered (K_max, ``max_clusters`` or the context's rows less one), if that is more than 2 (the class
+        docstring's Notes)."""
         if self.n_clusters is not None or k_top <= 2 or self.k_chosen_ != k_top:
             return
         p = (self.k_probabilities_ or {}).get(k_top)
