@@ -1,6 +1,7 @@
 """What K each method answers on tables with no cluster structure: one cloud, a box, independent levels.
 
     PYTHONPATH=. .venv/bin/python benchmarks/no_structure.py --out docs/results/no-structure
+    PYTHONPATH=. .venv/bin/python benchmarks/no_structure.py --checkpoint runs/g7/model.pt     # a candidate's answers
 
 Development data, generated here (no suite is read): per kind, one table for every (N, D) of ``SIZES``, z-normalised
 as the evaluation does for every method. The kinds:
@@ -67,13 +68,15 @@ def table(kind: str, n: int, d: int, seed: tuple[int, ...]) -> np.ndarray:
     return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
 
 
-def measure(kinds: tuple[str, ...] = KINDS, sizes: tuple[tuple[int, int], ...] = SIZES) -> pd.DataFrame:
+def measure(kinds: tuple[str, ...] = KINDS, sizes: tuple[tuple[int, int], ...] = SIZES,
+            checkpoint: str | None = None) -> pd.DataFrame:
     """One row per (table, method): kind, N, D, method, the K answered and what chose it (TabClustPFN's
-    ``k_selection_``)."""
+    ``k_selection_``); TabClustPFN with ``checkpoint`` (None: the shipped one)."""
     from model.estimator import TabClustPFN
     from pipeline.evaluation.methods import bic_select, silhouette_select
 
-    default, single = TabClustPFN(random_state=0), TabClustPFN(random_state=0, allow_single_cluster=True)
+    default = TabClustPFN(checkpoint=checkpoint, random_state=0)
+    single = TabClustPFN(checkpoint=checkpoint, random_state=0, allow_single_cluster=True)
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -121,7 +124,7 @@ def paired(frame: pd.DataFrame, reference: str = "TabClustPFN") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report(frame: pd.DataFrame, command: str) -> str:
+def report(frame: pd.DataFrame, command: str, checkpoint: str | None = None) -> str:
     from pipeline.evaluation.report import markdown_table, provenance_lines
 
     table_md = markdown_table(summary(frame).round(2), digits=3)
@@ -133,21 +136,23 @@ def report(frame: pd.DataFrame, command: str) -> str:
         table_md, "",
         "Table by table (the same tables), the K TabClustPFN answered against each other method's:", "",
         markdown_table(paired(frame), digits=3), "",
-        f"Command: `{command}`", *provenance_lines(None), ""])
+        f"Command: `{command}`", *provenance_lines(checkpoint), ""])
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--checkpoint", help="TabClustPFN's checkpoint, e.g. a candidate to judge (default: the shipped)")
     p.add_argument("--out", help="write OUT.md and OUT.csv (default: print only)")
     args = p.parse_args(argv)
-    frame = measure(tuple(args.kinds))
+    frame = measure(tuple(args.kinds), checkpoint=args.checkpoint)
     if args.out:
         frame.to_csv(f"{args.out}.csv", index=False)
     command = " ".join(["python benchmarks/no_structure.py",
                         *([] if args.kinds == list(KINDS) else ["--kinds", *args.kinds]),
+                        *([] if args.checkpoint is None else ["--checkpoint", args.checkpoint]),
                         *([] if args.out is None else ["--out", args.out])])
-    text = report(frame, command)
+    text = report(frame, command, args.checkpoint)
     print(text)
     if args.out:
         with open(f"{args.out}.md", "w") as f:

@@ -57,3 +57,14 @@ def test_paired_counts_more_and_fewer_clusters_table_by_table():
     assert row["against"] == "KMeans+" and row["tables"] == 4
     assert (row["TabClustPFN more K"], row["fewer K"]) == (2, 1)
     assert row["sign test p"] == pytest.approx(1.0)  # 2 of 3 is no evidence either way
+
+
+def test_a_candidate_checkpoint_answers_and_the_report_names_it(tiny_checkpoint, tmp_path, monkeypatch):
+    measure = no_structure.measure
+    monkeypatch.setattr(no_structure, "measure", lambda kinds, checkpoint: measure(kinds, ((150, 3), (150, 6)),
+                                                                                  checkpoint))
+    no_structure.main(["--kinds", "round", "--checkpoint", tiny_checkpoint, "--out", str(tmp_path / "ns")])
+    frame = pd.read_csv(tmp_path / "ns.csv")
+    assert len(frame) == 2 * len(no_structure.METHODS) and set(frame["kind"]) == {"round"}
+    text = (tmp_path / "ns.md").read_text()
+    assert f"--kinds round --checkpoint {tiny_checkpoint} --out" in text and "the file `tiny.pt` itself" in text
