@@ -106,7 +106,8 @@ def printed_summary(summary: pd.DataFrame) -> pd.DataFrame:
     shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
 
     def says_nothing(column: str) -> bool:
-        return shown[column].map(lambda v: str(v) in _NOTHING or (column == "empty_rows" and v == 0)).all()
+        return shown[column].map(lambda v: str(v) in _NOTHING or (column == "empty_rows" and v == 0)
+                                 or (column == "k_at_top" and str(v) == "False")).all()
 
     return shown[[c for c in shown.columns if c in ALWAYS_PRINTED or not says_nothing(c)]]
 

@@ -235,6 +235,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     k_chosen_ : int
         The K that ``k_selection_`` chose (or that was given, or 1); ``n_clusters_`` is smaller where the refined
         partition left components empty.
+    k_top_ : int or None
+        The most clusters the fit considered (K_max, ``max_clusters`` or the context's rows less one); None where
+        ``n_clusters`` was given.
+    k_at_top_ : bool
+        Whether K was chosen at ``k_top_`` (above 2): the table may hold more clusters, or none. The fit then warns
+        (:class:`KRangeWarning`).
     probabilities_ : ndarray of float64, shape (n_samples, n_clusters_)
         Soft assignment of each row; column j is cluster j of ``labels_``.
     k_posterior_ : dict[int, float] or None
@@ -576,17 +582,17 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             pre = self._set_aside_if_only_splitting(net, table, pre, ctx, k_cap, rule)
         self.preprocessor_ = pre
         self.dequantized_ = spread
-        self._warn_if_k_at_top(min(k_cap, len(ctx) - 1))
+        self.k_top_ = None if self.n_clusters is not None else min(k_cap, len(ctx) - 1)
+        self.k_at_top_ = self.k_top_ is not None and self.k_top_ > 2 and self.k_chosen_ == self.k_top_
+        if self.k_at_top_:
+            self._warn_k_at_top()
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights
         self._fitted_sha = sha
         return self
 
-    def _warn_if_k_at_top(self, k_top: int) -> None:
-        """A :class:`KRangeWarning` where K was chosen (not given) and came out ``k_top``, the most clusters the fit
-        considered (K_max, ``max_clusters`` or the context's rows less one), if that is more than 2 (the class
-        docstring's Notes)."""
-        if self.n_clusters is not None or k_top <= 2 or self.k_chosen_ != k_top:
-            return
+    def _warn_k_at_top(self) -> None:
+        """The :class:`KRangeWarning` of a K chosen at ``k_top_`` (the class docstring's Notes)."""
+        k_top = self.k_top_
         p = (self.k_probabilities_ or {}).get(k_top)
         warnings.warn(f"K = {k_top}, the most clusters this fit considers (K = 2..{k_top}): the table may hold more "
                       "clusters, or none; tables without cluster structure (a round cloud; independent uniform, "

@@ -49,7 +49,7 @@ DEMO_LABEL_COLUMN = "target"
 OUTPUT_CLUSTER_COLUMN = "cluster"
 #: The output's partition at the next most probable K (``k_next`` in the summary), where K was chosen
 OUTPUT_NEXT_COLUMN = "cluster_next"
-SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_probability", "k_next",
+SUMMARY_COLUMNS = ["table", "status", "rows", "columns", "n_clusters", "k_at_top", "k_probability", "k_next",
                    "k_next_probability", "k_posterior", "structure_score", "ignored_columns", "empty_rows",
                    "fenced_values", "likely_codes", "missing_markers", "seconds", "ari", "nmi", "error", "path",
                    "node_id"]
@@ -190,7 +190,7 @@ class UsageError(ValueError):
 
 def _failed_row(name: str, path: Path, error: str, seconds: float, rows: Any = None, columns: Any = None) -> dict:
     return {"table": name, "status": "failed", "rows": rows, "columns": columns, "n_clusters": None,
-            "k_probability": None, "k_next": None, "k_next_probability": None, "k_posterior": None,
+            "k_at_top": None, "k_probability": None, "k_next": None, "k_next_probability": None, "k_posterior": None,
             "structure_score": None, "ignored_columns": None,
             "empty_rows": None, "fenced_values": None, "likely_codes": None, "missing_markers": None,
             "seconds": round(seconds, 4), "ari": None, "nmi": None, "error": error, "path": str(path), "node_id": None}
@@ -262,6 +262,7 @@ def cluster_table(estimator, path: Path, name: str, *, label_column: str | None 
     k_probs = getattr(est, "k_probabilities_", None) or {}  # a calibrated ranker's
     chosen = k_probs.get(int(est.k_chosen_))
     row = {"table": name, "status": "ok", "rows": rows, "columns": columns, "n_clusters": int(est.n_clusters_),
+           "k_at_top": bool(est.k_at_top_),  # K chosen at the top of the range it had: more clusters, or none?
            "k_probability": None if chosen is None else round(float(chosen), 6),
            "k_next": k_next, "k_next_probability": None if k_next is None else round(float(k_probs[k_next]), 6),
            "k_posterior": json.dumps({str(k): round(float(v), 6) for k, v in posterior.items()}),

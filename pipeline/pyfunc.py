@@ -124,9 +124,10 @@ class TabClustPFNPyfunc(mlflow.pyfunc.PythonModel):
 
 def details(fitted: Any, features: pd.DataFrame) -> dict[str, Any]:
     """A fitted ``TabClustPFN``'s answer for the response ``output="details"``: ``labels``, ``n_clusters``,
-    ``probabilities`` (N x K soft assignments), ``k_probabilities`` (``{"2": p, ...}``; ``{}`` where K was given),
-    and the next most probable K with its partition from the same fit (``k_next``, ``labels_next``; None where
-    there is none: :func:`model.selection.next_k`)."""
+    ``k_at_top`` (K chosen at the top of the range the fit had: ``KRangeWarning``), ``probabilities`` (N x K soft
+    assignments), ``k_probabilities`` (``{"2": p, ...}``; ``{}`` where K was given), and the next most probable K
+    with its partition from the same fit (``k_next``, ``labels_next``; None where there is none:
+    :func:`model.selection.next_k`)."""
     from model.selection import next_k
 
     k_probs = fitted.k_probabilities_ or {}
@@ -138,6 +139,7 @@ def details(fitted: Any, features: pd.DataFrame) -> dict[str, Any]:
             logger.warning("no partition at the next most probable K = %d (%s)", k, exc)
             k = None
     return {"labels": np.asarray(fitted.labels_).tolist(), "n_clusters": int(fitted.n_clusters_),
+            "k_at_top": bool(fitted.k_at_top_),
             "probabilities": np.round(np.asarray(fitted.probabilities_), 6).tolist(),
             "k_probabilities": {str(kk): round(float(p), 6) for kk, p in k_probs.items()},
             "k_next": k, "labels_next": labels_next}

@@ -186,7 +186,8 @@ def test_k_flags_reach_the_job_config(job, tmp_path, tiny_checkpoint, tracking_u
 
 def test_the_printed_summary_leaves_out_the_columns_in_which_no_table_says_anything(job):
     summary = pd.DataFrame({"table": ["a", "b"], "status": ["ok", "failed"], "rows": [40, 1], "columns": [3, 2],
-                            "n_clusters": [2, None], "k_probability": [0.6, None], "ignored_columns": ["[]", None],
+                            "n_clusters": [2, None], "k_at_top": [False, None], "k_probability": [0.6, None],
+                            "ignored_columns": ["[]", None],
                             "empty_rows": [0, None], "fenced_values": ['{"column \'x\'": 2}', None],
                             "seconds": [0.1, 0.0], "ari": [0.0, None], "error": ["", "table has only 1 row"],
                             "path": ["a.csv", "b.csv"],
@@ -197,3 +198,5 @@ def test_the_printed_summary_leaves_out_the_columns_in_which_no_table_says_anyth
     assert shown.loc[1, "n_clusters"] == "" and shown.loc[1, "error"] == "table has only 1 row"
     everything_ok = job.printed_summary(summary.iloc[:1])
     assert "error" not in everything_ok and "n_clusters" in everything_ok  # nothing failed: no error column
+    at_top = job.printed_summary(summary.assign(k_at_top=[True, None]))
+    assert list(at_top.columns[4:7]) == ["n_clusters", "k_at_top", "k_probability"]  # a K at the top is news

@@ -342,6 +342,25 @@ def test_k_selection_and_max_clusters_reach_the_estimator(tmp_path, tiny_checkpo
     assert row["status"] == "ok" and row["n_clusters"] == 2 and out["cluster"].between(0, 1).all()
 
 
+def test_the_summary_says_where_k_came_out_at_the_top_of_its_range(tmp_path):
+    from sklearn.datasets import make_blobs
+
+    from model import KRangeWarning
+
+    six = make_blobs(n_samples=600, n_features=6, centers=6, cluster_std=0.5, random_state=3)[0]
+    path = tmp_path / "six.csv"
+    pd.DataFrame(six, columns=[f"x{j}" for j in range(6)]).to_csv(path, index=False)
+    with pytest.warns(KRangeWarning, match="K = 3, the most clusters"):
+        capped, _ = cluster_table(load_estimator(None, None, 0, max_clusters=3), path, "six")
+    assert capped["status"] == "ok" and capped["n_clusters"] == 3 and capped["k_at_top"] is True
+    free, _ = cluster_table(load_estimator(None, None, 0), path, "six")
+    assert free["k_at_top"] is False and free["n_clusters"] < 10
+    given, _ = cluster_table(load_estimator(None, 3, 0), path, "six")
+    assert given["k_at_top"] is False  # K given: no range was searched
+    failed, _ = cluster_table(load_estimator(None, None, 0), tmp_path / "missing.csv", "missing")
+    assert failed["k_at_top"] is None
+
+
 def test_allow_single_cluster_reaches_the_estimator_and_a_one_mode_table_gets_one_cluster(tmp_path, tiny_checkpoint):
     path = tmp_path / "cloud.csv"
     pd.DataFrame(np.random.default_rng(2).standard_t(3, size=(400, 3)), columns=list("abc")).to_csv(path, index=False)

@@ -430,6 +430,7 @@ def test_a_request_for_details_gets_the_labels_with_what_the_fit_says_of_k(tiny_
     ranked = sorted(fitted.k_probabilities_, key=lambda k: (-fitted.k_probabilities_[k], k))
     assert answer["labels"] == served.predict(None, table).tolist() == fitted.labels_.tolist()
     assert answer["n_clusters"] == fitted.n_clusters_ == ranked[0]
+    assert answer["k_at_top"] is fitted.k_at_top_ and isinstance(answer["k_at_top"], bool)
     np.testing.assert_allclose(answer["probabilities"], fitted.probabilities_, atol=1e-6)
     assert answer["k_probabilities"] == pytest.approx({str(k): p for k, p in fitted.k_probabilities_.items()},
                                                       abs=1e-6)
@@ -437,6 +438,10 @@ def test_a_request_for_details_gets_the_labels_with_what_the_fit_says_of_k(tiny_
     assert answer["labels_next"] == fitted.predict(table, n_clusters=ranked[1]).tolist()
     given = served.predict(None, table, params={"output": "details", "n_clusters": 3})
     assert given["k_probabilities"] == {} and given["k_next"] is None and given["labels_next"] is None
+    assert given["k_at_top"] is False  # K given: no range searched
+    capped = served.predict(None, table, params={"output": "details", "max_clusters": 3})
+    fitted_capped = TabClustPFN(checkpoint=tiny_checkpoint, random_state=0, max_clusters=3).fit(table)
+    assert capped["k_at_top"] is fitted_capped.k_at_top_ is (fitted_capped.k_chosen_ == 3)
     loaded = mlflow.pyfunc.load_model(logged_model[0])
     assert loaded.predict(table, params={"output": "details"})["labels_next"] == answer["labels_next"]
     with pytest.raises(MlflowException, match=r"param 'output' must be one of \['labels', 'details'\], got 'all'"):
