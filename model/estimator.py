@@ -583,7 +583,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         self.preprocessor_ = pre
         self.dequantized_ = spread
         self.k_top_ = None if self.n_clusters is not None else min(k_cap, len(ctx) - 1)
-        self.k_at_top_ = self.k_top_ is not None and self.k_top_ > 2 and self.k_chosen_ == self.k_top_
+        self.k_at_top_ = bool(self.k_top_ is not None and self.k_top_ > 2 and self.k_chosen_ == self.k_top_)
         if self.k_at_top_:
             self._warn_k_at_top()
         self._fitted_checkpoint = None if self.checkpoint is None else path  # None: the shipped weights

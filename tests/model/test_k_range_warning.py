@@ -28,7 +28,7 @@ def _k_range_warnings(est: TabClustPFN, X) -> list[warnings.WarningMessage]:
 def test_k_chosen_at_a_lowered_cap_warns_at_the_callers_line_with_its_probability():
     est = TabClustPFN(random_state=0, max_clusters=3)
     (w,) = _k_range_warnings(est, _six_blobs())
-    assert est.k_chosen_ == 3 == est.k_top_ and est.k_at_top_ and est.n_clusters is None
+    assert est.k_chosen_ == 3 == est.k_top_ and est.k_at_top_ is True and est.n_clusters is None
     assert w.filename == HERE  # the user's line, not the estimator's or scikit-learn's
     message = str(w.message)
     assert "K = 3, the most clusters this fit considers (K = 2..3)" in message
@@ -42,7 +42,7 @@ def test_no_warning_where_k_is_given_chosen_below_the_top_or_the_range_is_two():
     assert _k_range_warnings(free, X) == [] and free.k_chosen_ < 10
     given = TabClustPFN(random_state=0, n_clusters=3, max_clusters=3)
     assert _k_range_warnings(given, X) == [] and given.k_top_ is None and free.k_top_ == 10
-    assert not (free.k_at_top_ or given.k_at_top_)
+    assert free.k_at_top_ is False and given.k_at_top_ is False
     two = TabClustPFN(random_state=0, max_clusters=2)
     assert _k_range_warnings(two, X) == [] and two.k_chosen_ == 2  # 2..2 is no choice to warn about
 
