@@ -94,19 +94,14 @@ def measure(kinds: tuple[str, ...] = KINDS, sizes: tuple[tuple[int, int], ...] =
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per kind and method: tables, median K, and the shares answered K = 1, K >= 8 and K = 10."""
-    groups = frame.groupby(["kind", "method"], sort=False)["k"]
-    out = pd.DataFrame({"tables": groups.size(), "median K": groups.median(),
-                        "K = 1": groups.apply(lambda k: float((k == 1).mean())),
-                        "K >= 8": groups.apply(lambda k: float((k >= 8).mean())),
-                        "K = 10": groups.apply(lambda k: float((k == 10).mean()))}).reset_index()
-    every = frame.groupby("method", sort=False)["k"]
-    total = pd.DataFrame({"kind": "all", "method": list(every.groups), "tables": every.size().to_numpy(),
-                          "median K": every.median().to_numpy(),
-                          "K = 1": every.apply(lambda k: float((k == 1).mean())).to_numpy(),
-                          "K >= 8": every.apply(lambda k: float((k >= 8).mean())).to_numpy(),
-                          "K = 10": every.apply(lambda k: float((k == 10).mean())).to_numpy()})
-    return pd.concat([out, total], ignore_index=True)
+    """Per kind and method, then per method over every kind (``kind`` "all"): tables, median K, and the shares
+    answered K = 1, K >= 8 and K = 10."""
+    both = pd.concat([frame, frame.assign(kind="all")], ignore_index=True)
+    groups = both.groupby(["kind", "method"], sort=False)["k"]
+    return pd.DataFrame({"tables": groups.size(), "median K": groups.median(),
+                         "K = 1": groups.apply(lambda k: float((k == 1).mean())),
+                         "K >= 8": groups.apply(lambda k: float((k >= 8).mean())),
+                         "K = 10": groups.apply(lambda k: float((k == 10).mean()))}).reset_index()
 
 
 def paired(frame: pd.DataFrame, reference: str = "TabClustPFN") -> pd.DataFrame:
@@ -140,23 +135,19 @@ def report(frame: pd.DataFrame, command: str, checkpoint: str | None = None) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
+    from benchmarks.choose_k_rule import write_results
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--checkpoint", help="TabClustPFN's checkpoint, e.g. a candidate to judge (default: the shipped)")
     p.add_argument("--out", help="write OUT.md and OUT.csv (default: print only)")
     args = p.parse_args(argv)
     frame = measure(tuple(args.kinds), checkpoint=args.checkpoint)
-    if args.out:
-        frame.to_csv(f"{args.out}.csv", index=False)
     command = " ".join(["python benchmarks/no_structure.py",
                         *([] if args.kinds == list(KINDS) else ["--kinds", *args.kinds]),
                         *([] if args.checkpoint is None else ["--checkpoint", args.checkpoint]),
                         *([] if args.out is None else ["--out", args.out])])
-    text = report(frame, command, args.checkpoint)
-    print(text)
-    if args.out:
-        with open(f"{args.out}.md", "w") as f:
-            f.write(text)
+    write_results(args.out, frame, report(frame, command, args.checkpoint).splitlines())
 
 
 if __name__ == "__main__":
