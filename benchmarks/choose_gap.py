@@ -203,7 +203,7 @@ def one_cluster_lines(df: pd.DataFrame) -> list[str]:
 
 
 def main(argv=None) -> None:
-    from benchmarks.choose_k_rule import load_rankers, table, verdict, write_results
+    from benchmarks.choose_k_rule import load_rankers, load_records, table, verdict, write_results
     from model.estimator import default_checkpoint_path
     from pipeline.evaluation.protocol import RULE
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, provenance_lines
@@ -219,18 +219,9 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if not 3 <= args.from_k <= K_MAX:
         raise SystemExit(f"error: --from-k must lie in 3..{K_MAX}, got {args.from_k}")
-    recs = {}
-    for which in args.sets:
-        path = Path(args.records) / f"{which}.npz"
-        if not path.exists():
-            raise SystemExit(f"error: no records {path}: run benchmarks/k_rule_records.py --out {args.records}")
-        with np.load(path) as d:
-            recs[which] = {k: d[k] for k in d.files}
-    shas = {str(r["weights_sha256"]) for r in recs.values()}
-    if len(shas) != 1:
-        raise SystemExit(f"error: the sets' records come from different networks {sorted(shas)}")
+    recs, sha = load_records(args.records, args.sets)
     checkpoint = str(default_checkpoint_path())
-    ranker = load_rankers([checkpoint], shas.pop())[Path(checkpoint).stem]
+    ranker = load_rankers([checkpoint], sha)[Path(checkpoint).stem]
     df = record_rows(recs, ranker, args.from_k, args.workers)
     rules = ["ranker", *RULES]
     lines, diffs = table(df, rules, "ranker")

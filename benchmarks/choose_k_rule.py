@@ -48,6 +48,22 @@ def argmax_rule(score: np.ndarray) -> np.ndarray:
     return np.argmax(np.where(np.isnan(score), -np.inf, score), axis=1)
 
 
+def load_records(root: str, sets: list[str]) -> tuple[dict[str, dict[str, np.ndarray]], str]:
+    """``benchmarks/k_rule_records.py``'s records of ``sets`` under ``root`` and the sha256 of the network that wrote
+    them all (refused where one is missing or they come from different networks)."""
+    recs = {}
+    for which in sets:
+        path = Path(root) / f"{which}.npz"
+        if not path.exists():
+            raise SystemExit(f"error: no records {path}: run benchmarks/k_rule_records.py --out {root}")
+        with np.load(path) as d:
+            recs[which] = {k: d[k] for k in d.files}
+    shas = {str(r["weights_sha256"]) for r in recs.values()}
+    if len(shas) != 1:
+        raise SystemExit(f"error: the sets' records come from different networks {sorted(shas)}")
+    return recs, shas.pop()
+
+
 def load_rankers(paths: list[str], weights_sha: str) -> dict[str, object]:
     from model.checkpoint import load_checkpoint, weights_sha256
 
@@ -327,18 +343,8 @@ def main(argv=None) -> None:
                     help="the development sets to compare on (default: all; a fresh draw has no dev)")
     ap.add_argument("--out", default="docs/results/choice-k-rule")
     args = ap.parse_args(argv)
-    root = Path(args.records)
-    recs = {}
-    for which in args.sets:
-        path = root / f"{which}.npz"
-        if not path.exists():
-            raise SystemExit(f"error: no records {path}: run benchmarks/k_rule_records.py --out {root}")
-        with np.load(path) as d:
-            recs[which] = {k: d[k] for k in d.files}
-    shas = {str(r["weights_sha256"]) for r in recs.values()}
-    if len(shas) != 1:
-        raise SystemExit(f"error: the sets' records come from different networks {sorted(shas)}")
-    rankers = load_rankers(args.checkpoints, shas.pop())
+    recs, sha = load_records(args.records, args.sets)
+    rankers = load_rankers(args.checkpoints, sha)
     rows = []
     for which, rec in recs.items():
         chosen = picks(rec, rankers)
