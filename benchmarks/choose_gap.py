@@ -9,18 +9,20 @@ sum of squares of k-means at each K, against its mean over reference tables with
 
     gap(K) = mean_b log W_b(K) - log W(K),   s(K) = sd_b log W_b(K) sqrt(1 + 1 / B),
 
-for K = 1..10. Two references, B tables each: ``gaussian``, one Gaussian with the table's own covariance (its
+for K = 1..10. Two references, B = 8 tables each: ``gaussian``, one Gaussian with the table's own covariance (its
 principal variances; SigClust's null, as :mod:`model.structure`); ``box``, uniform over the range of the table's
-principal components (the paper's recommendation). Two ways to read a K off the curve: ``tibshirani``, the smallest
-K with gap(K) >= gap(K + 1) - s(K + 1); ``argmax``, the K of the largest gap. Each rule only steps down: where the
-defaults' K ranker picks K >= ``--from-k``, the answer becomes min(that K, the gap's K), at least 2 (the network's
-smallest candidate); elsewhere it keeps the ranker's pick. Tables are the estimator's preprocessed ones
-(``TabClustPFN().preprocessor()``; categorical codes one-hot), at most 1,000 rows as its context.
+principal components (the reference Tibshirani et al. recommend). Two ways to read a K off the curve:
+``tibshirani``, the smallest K with gap(K) >= gap(K + 1) - s(K + 1); ``argmax``, the K of the largest gap. Each
+rule only steps down: where the defaults' K ranker picks K >= ``--from-k``, the answer becomes min(that K, the
+gap's K), at least 2 (the network's smallest candidate); elsewhere it keeps the ranker's pick. Tables are the
+estimator's preprocessed ones (``TabClustPFN().preprocessor()``; categorical codes one-hot), at most 1,000 rows as
+its context.
 
 From the development sets' records (``benchmarks/k_rule_records.py``), each rule against the shipped ranker
 (``ranker``), table by table: the ARI of the default refine's partition at the K it answers. Verdict by the
 protocol (docs/DESIGN.md). Also, for what the check is for: the K answered on the tables without clusters of
-``benchmarks/no_structure.py`` (the defaults' K read from its committed CSV). Writes ``OUT.md`` and ``OUT.csv``.
+``benchmarks/no_structure.py`` (the defaults' K read from its committed CSV). Writes ``OUT.md`` and ``OUT.csv`` (per
+table the ranker's and each rule's K and ARI, and ``<rule>_gap``, the gap's own K: 0 where the rule did not look).
 """
 
 from __future__ import annotations
