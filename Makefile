@@ -58,8 +58,8 @@ gpu-continue:
 	  --set objective.warmup_matching_steps=0 \
 	  --set stream.prior.n_rows=[200,1000] --set stream.prior.nuisance.p_noise_features=0.5 \
 	  --set stream.prior.nuisance.min_informative=1 --set stream.prior.nuisance.p_contamination=0.2 \
-	  --set stream.prior.nuisance.p_discrete=0.3 \
-	  --note "shipped weights continued at N 200-1000, noise columns beside >= 1 informative one, coarse columns" \
+	  --set stream.prior.nuisance.p_discrete=0.3 --set stream.p_one_mode=0.2 \
+	  --note "shipped weights continued: N 200-1000, noise columns beside >= 1 informative one, coarse, one-mode tables" \
 	  $(ARGS)
 
 clean-venv:

@@ -78,6 +78,9 @@ class StreamConfig:
     samples N and D inside them, so micro-batches need little padding, workers get equal work, and the marginal
     over N and D stays the prior's. ``curriculum_steps > 0`` ramps the largest N linearly from
     ``curriculum_n_start`` (None: the prior's smallest N) to the prior's largest N over that many steps.
+    ``p_one_mode``: the share of tasks that are tables with one mode and no cluster structure
+    (:mod:`priors.onemode`, K = 2, labelled by a cut of their first principal component), which the paper's prior
+    never draws; 0 (the paper's stream) by default.
     """
 
     kind: PriorKind = "mix"
@@ -85,6 +88,7 @@ class StreamConfig:
     size_buckets: int = 4
     curriculum_steps: int = 0
     curriculum_n_start: int | None = None
+    p_one_mode: float = 0.0
     num_actors: int = 2
     actor_cpus: float = 0.5
     prefetch_batches: int = 2
@@ -100,6 +104,8 @@ class StreamConfig:
             raise ValueError(f"StreamConfig.actor_cpus must be > 0, got {self.actor_cpus}")
         if self.curriculum_steps < 0:
             raise ValueError("StreamConfig.curriculum_steps must be >= 0")
+        if not 0.0 <= self.p_one_mode <= 1.0:
+            raise ValueError(f"StreamConfig.p_one_mode must lie in [0, 1], got {self.p_one_mode}")
         if self.curriculum_n_start is not None and not (
             self.prior.n_rows[0] <= self.curriculum_n_start <= self.prior.n_rows[1]
         ):

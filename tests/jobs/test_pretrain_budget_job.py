@@ -36,7 +36,8 @@ def test_help_runs_from_another_directory():
 @pytest.mark.slow
 def test_the_prepared_gpu_run_trains_and_exports_with_its_prior_settings(tmp_path):
     """`make gpu-continue`, the command kept for a lent GPU, on the CPU with the tiny preset: its prior overrides
-    (N 200-1000, noise columns beside one informative column, contaminated rows, coarse columns) are accepted,
+    (N 200-1000, noise columns beside one informative column, contaminated rows, coarse columns, a fifth of the
+    tasks one-mode tables, as the shipped CIN was refitted on) are accepted,
     it trains the shipped weights' loss from the first step (no Matching+CE warm-up, which is for random
     weights) and writes a model whose lineage records the run. Capped at 3 steps (after a 2-step probe), so it
     ends well inside its 90-s budget (under load the start-up and probe alone took 44 s); filling a budget is
@@ -55,5 +56,6 @@ def test_the_prepared_gpu_run_trains_and_exports_with_its_prior_settings(tmp_pat
     prior = meta["train_config"]["stream"]["prior"]
     assert prior["n_rows"] == [200, 1000] and prior["nuisance"]["min_informative"] == 1
     assert prior["nuisance"]["p_discrete"] == 0.3  # some columns read as levels, rounded values or counts
+    assert meta["train_config"]["stream"]["p_one_mode"] == 0.2  # tables without clusters, answered K = 2
     assert meta["train_config"]["objective"]["warmup_matching_steps"] == 0  # SoftARI from the first step
     assert meta["lineage"][-1]["steps"] > 0 and "informative" in meta["lineage"][-1]["what"]

@@ -14,6 +14,7 @@ from pipeline.prior_stream import (
     StreamLayout,
     build_prior_stream,
     generate_row,
+    is_one_mode,
     regenerate_task,
     step_prior_config,
     task_seed,
@@ -78,6 +79,34 @@ def test_a_task_regenerates_from_its_step_and_index():
     assert row["seed"][2] == task_seed(7, 5, 2)
     np.testing.assert_array_equal(row["X"][2, :n, :d], task.X)
     np.testing.assert_array_equal(row["y"][2, :n], task.y)
+
+
+def test_a_share_of_one_mode_tables_joins_the_stream_and_the_papers_tasks_keep_their_seeds():
+    one_mode = dataclasses.replace(STREAM, p_one_mode=0.4)
+    seeds = [task_seed(2, step, i) for step in range(10) for i in range(40)]
+    drawn = np.array([is_one_mode(s, 0.4) for s in seeds])
+    assert 0.3 < drawn.mean() < 0.5 and not any(is_one_mode(s, 0.0) for s in seeds)
+    assert all(is_one_mode(s, 1.0) for s in seeds)
+    layout = StreamLayout(8, 1, 1, 0, 3)
+    n_lo, n_hi = step_prior_config(one_mode, 2, 1).n_rows
+    row = generate_row(one_mode, 2, layout, 1)
+    flags = [is_one_mode(s, 0.4) for s in row["seed"]]
+    assert any(flags) and not all(flags)
+    for j, flag in enumerate(flags):
+        task = regenerate_task(one_mode, 2, 1, j)
+        n, d = task.X.shape
+        np.testing.assert_array_equal(row["X"][j, :n, :d], task.X)
+        assert n_lo <= n <= n_hi and (task.meta["mechanism"] == "onemode") == flag
+        if flag:  # no cluster structure, answered K = 2 (labels: a cut of the first principal component)
+            assert row["n_clusters"][j] == 2 and set(np.unique(task.y)) == {0, 1}
+        else:  # the paper's task of the same seed, as the stream without one-mode tables draws it
+            np.testing.assert_array_equal(task.X, regenerate_task(STREAM, 2, 1, j).X)
+            assert row["n_clusters"][j] == regenerate_task(STREAM, 2, 1, j).n_clusters
+
+
+def test_the_one_mode_share_must_be_a_probability():
+    with pytest.raises(ValueError, match="p_one_mode"):
+        dataclasses.replace(STREAM, p_one_mode=1.5)
 
 
 def _consume(it, out):
