@@ -582,7 +582,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             pre = self._set_aside_if_only_splitting(net, table, pre, ctx, k_cap, rule)
         self.preprocessor_ = pre
         self.dequantized_ = spread
-        self.k_top_ = None if self.n_clusters is not None else min(k_cap, len(ctx) - 1)
+        self.k_top_ = None if self._candidates is None else self._candidates.k_hi  # the range _cluster weighed
         self.k_at_top_ = bool(self.k_top_ is not None and self.k_top_ > 2 and self.k_chosen_ == self.k_top_)
         if self.k_at_top_:
             self._warn_k_at_top()
