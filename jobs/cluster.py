@@ -97,6 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 ALWAYS_PRINTED = ("table", "status", "rows", "columns", "n_clusters", "seconds")
 #: What a summary cell holds when there is nothing to say: no value, no column, no per-column reading
 _NOTHING = ("", "[]", "{}")
+#: Columns whose usual value says nothing either: no empty row, K not at the top of its range
+_USUAL = {"empty_rows": 0, "k_at_top": False}
 
 
 def printed_summary(summary: pd.DataFrame) -> pd.DataFrame:
@@ -106,8 +108,7 @@ def printed_summary(summary: pd.DataFrame) -> pd.DataFrame:
     shown = summary.drop(columns=["path", "k_posterior", "node_id"]).astype(object).where(summary.notna(), "")
 
     def says_nothing(column: str) -> bool:
-        return shown[column].map(lambda v: str(v) in _NOTHING or (column == "empty_rows" and v == 0)
-                                 or (column == "k_at_top" and str(v) == "False")).all()
+        return shown[column].map(lambda v: str(v) in _NOTHING or (column in _USUAL and v == _USUAL[column])).all()
 
     return shown[[c for c in shown.columns if c in ALWAYS_PRINTED or not says_nothing(c)]]
 
