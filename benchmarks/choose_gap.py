@@ -104,11 +104,11 @@ def stepped(k_ranker: int, k_gap: int, from_k: int) -> int:
 def design(frame) -> np.ndarray:
     """The estimator's preprocessed table, categorical codes one-hot, at most CONTEXT_ROWS rows (seed 0)."""
     from model.estimator import TabClustPFN
+    from model.refinement import design as one_hot_design
+    from model.refinement import one_hot_widths
 
     Z, cat = TabClustPFN().preprocessor().fit_transform(frame)
-    Z = np.asarray(Z, dtype=np.float64)
-    parts = [Z[:, ~cat]] + [np.eye(int(Z[:, j].max()) + 1)[Z[:, j].astype(int)] for j in np.flatnonzero(cat)]
-    X = np.hstack(parts)
+    X = one_hot_design(Z, cat, one_hot_widths(Z, cat))
     if len(X) > CONTEXT_ROWS:
         X = X[np.sort(np.random.default_rng(0).choice(len(X), CONTEXT_ROWS, replace=False))]
     return X
