@@ -14,7 +14,10 @@ their features and ARI, computed once by the network), every rule picks one cand
 - ``mix_bic``: the candidate whose diagonal mixture (``refine="gmm"``'s) has the best penalised likelihood (BIC);
 - each checkpoint given: the K ranker it carries (``jobs/fit_k_ranker.py``), on the features of the candidates it
   was fitted on (the Lloyd-refined ones or their diagonal mixtures), which must sit on the network the records
-  were computed with (its weights' sha256 is checked).
+  were computed with (its weights' sha256 is checked);
+- with ``--cross-fit FULL FOLD0 FOLD1``, a ranker fitted with tables derived from the dev suite
+  (``--extra-tables dev-derived=N``): FULL's picks on the generated sets, and on ``dev`` cross-fitted, each table
+  picked by the ranker fitted on the other fold's derived tables (``dev-derived-0`` / ``-1``), since FULL saw them.
 
 A rule's pick scores the ARI of the partition the estimator's default refine returns at that K (the records'
 ``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``dev``, ``shapes``; ``--sets``)
@@ -94,6 +97,18 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
                              "benchmarks/k_rule_records.py")
         out[name] = record_scores(ranker, rec[features_key(stage)], rec["ari"]).argmax(-1)
     return out
+
+
+def cross_fit_picks(which: str, rec: dict[str, np.ndarray], full, fold0, fold1, name: str) -> dict[str, np.ndarray]:
+    """``{name: picks}``: ``full``'s picks, but on the dev suite's tables those of the ranker whose fit saw none
+    of the table's fold (:func:`pipeline.k_ranker_fit.dev_folds`): ``fold1``'s on fold 0, ``fold0``'s on fold 1."""
+    from pipeline.k_ranker_fit import dev_folds
+
+    if which != "dev":
+        return {name: picks(rec, {name: full})[name]}
+    fold = dev_folds(rec["names"].tolist())
+    by_fold = [picks(rec, {name: ranker})[name] for ranker in (fold1, fold0)]
+    return {name: np.array([by_fold[fold[str(n)]][j] for j, n in enumerate(rec["names"])])}
 
 
 def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
@@ -341,13 +356,22 @@ def main(argv=None) -> None:
                          "ranker's), in place of expected_ari")
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS,
                     help="the development sets to compare on (default: all; a fresh draw has no dev)")
+    ap.add_argument("--cross-fit", nargs=3, metavar=("FULL", "FOLD0", "FOLD1"), default=None,
+                    help="a ranker fitted with tables derived from the dev suite (jobs/fit_k_ranker.py --extra-tables "
+                         "dev-derived=N), judged on dev by cross-fitting: FULL's picks on every other set, on dev "
+                         "those of FOLD0 (fitted with dev-derived-0) on fold 1's tables and FOLD1's on fold 0's")
     ap.add_argument("--out", default="docs/results/choice-k-rule")
     args = ap.parse_args(argv)
     recs, sha = load_records(args.records, args.sets)
     rankers = load_rankers(args.checkpoints, sha)
+    crossed = load_rankers(args.cross_fit, sha) if args.cross_fit else {}
+    if args.cross_fit and len(crossed) != 3:
+        raise SystemExit(f"error: --cross-fit needs three checkpoints of different names, got {args.cross_fit}")
     rows = []
     for which, rec in recs.items():
         chosen = picks(rec, rankers)
+        if crossed:
+            chosen.update(cross_fit_picks(which, rec, *crossed.values(), name=Path(args.cross_fit[0]).stem))
         t = np.arange(len(rec["ari"]))
         for j, name in enumerate(rec["names"]):
             row = {"set": which, "table": str(name), "K": int(rec["k_true"][j]), "k_hi": int(rec["k_hi"][j])}
@@ -356,7 +380,8 @@ def main(argv=None) -> None:
                 row[rule + "_k"] = int(pick[j]) + 2
             rows.append(row)
     df = pd.DataFrame(rows)
-    rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers]
+    rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers,
+             *([Path(args.cross_fit[0]).stem] if crossed else [])]
     if args.baseline not in rules:
         raise SystemExit(f"error: --baseline {args.baseline!r} is none of the rules {rules}")
     baseline = args.baseline
@@ -380,7 +405,8 @@ def main(argv=None) -> None:
            "sets is chosen.", "", *verdicts, "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
-           *[checkpoint_line(p) + f" ({p})" for p in args.checkpoints], *machine_lines()]
+           *[checkpoint_line(p) + f" ({p})" for p in [*args.checkpoints, *(args.cross_fit or [])]],
+           *machine_lines()]
     write_results(args.out, df, out)
 
 

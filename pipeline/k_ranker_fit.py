@@ -31,6 +31,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import platform
@@ -146,12 +147,65 @@ def onemode_table(i: int):
     return f"ranker_onemode_{i}", prior_frame(task.X, task.categorical), np.asarray(task.y)
 
 
+#: The development-derived tables' version (:func:`dev_derived_table`): raise it whenever a table changes.
+DEV_DERIVED_VERSION = 1
+#: Seed of the development-derived tables' draws, apart from every seed the other families use.
+DEV_DERIVED_SEED = 20261207
+
+
+@functools.lru_cache(maxsize=2)
+def _dev_tables(fold: int | None, bench_dir: str | None = None) -> tuple:
+    """The development suite's tables of ``fold`` (:func:`dev_fold`; None: all), loaded once per process."""
+    from pipeline.evaluation.suites import dev_suite
+
+    suite = dev_suite(bench_dir)
+    folds = dev_folds([d.name for d in suite])
+    return tuple(d for d in suite if fold is None or folds[d.name] == fold)
+
+
+def dev_folds(names) -> dict[str, int]:
+    """The two folds of the development suite's tables for cross-fitting: 0 and 1 alternately in name order."""
+    return {name: i % 2 for i, name in enumerate(sorted(names))}
+
+
+def dev_derived_table(i: int, fold: int | None = None):
+    """The ``i``-th table derived from the development suite's real tables (those of ``fold``, None: all): one
+    table drawn at random, a random 2..K of its labelled classes kept, and half the time a random subset of its
+    columns (at least 2) -> (name, DataFrame, labels 0..k-1). Real columns, real classes: what K looks like on
+    real tables, which the prior's families do not show. A ranker fitted on one fold's tables is judged on the
+    other fold's (``benchmarks/choose_k_rule.py --cross-fit``)."""
+    tables = _dev_tables(fold)
+    rng = np.random.default_rng([DEV_DERIVED_SEED, 2 if fold is None else fold, i])
+    while True:
+        ds = tables[int(rng.integers(len(tables)))]
+        y = np.asarray(ds.y)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            continue
+        kept = rng.choice(classes, size=int(rng.integers(2, len(classes) + 1)), replace=False)
+        rows = np.flatnonzero(np.isin(y, kept))
+        if len(rows) < 20:
+            continue
+        cols = ds.features.columns
+        if len(cols) > 2 and rng.random() < 0.5:
+            cols = cols[np.sort(rng.choice(len(cols), size=int(rng.integers(2, len(cols) + 1)), replace=False))]
+        frame = ds.features.iloc[rows][cols].reset_index(drop=True)
+        labels = np.searchsorted(np.sort(kept), y[rows])
+        return f"dev_derived_{'' if fold is None else f'{fold}_'}{i}", frame, labels
+
+
+def _dev_fold_table(fold: int):
+    return lambda i: dev_derived_table(i, fold)
+
+
 #: The ranker's table families: each one's tables and the prefix of its record chunks' file names.
 FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}"),
             "coarse": (coarse_table, f"coarse-v{COARSE_VERSION}"),
-            "onemode": (onemode_table, f"onemode-v{ONE_MODE_VERSION}")}
+            "onemode": (onemode_table, f"onemode-v{ONE_MODE_VERSION}"),
+            "dev-derived": (dev_derived_table, f"dev-derived-v{DEV_DERIVED_VERSION}"),
+            **{f"dev-derived-{f}": (_dev_fold_table(f), f"dev-derived-{f}-v{DEV_DERIVED_VERSION}") for f in (0, 1)}}
 #: The families a fit may add to the prior's tables (``RankerFitConfig.extra_tables``).
-EXTRA_FAMILIES = ("shapes", "coarse", "onemode")
+EXTRA_FAMILIES = ("shapes", "coarse", "onemode", "dev-derived", "dev-derived-0", "dev-derived-1")
 
 
 @dataclasses.dataclass(frozen=True)

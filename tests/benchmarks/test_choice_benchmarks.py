@@ -274,6 +274,36 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
         main([_ranked(tmp_path, "r1", 1), "--records", str(folder), "--out", str(out)])
 
 
+def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path):
+    from benchmarks.choose_k_rule import SETS, main
+    from benchmarks.k_rule_records import main as records
+    from pipeline.k_ranker_fit import dev_folds
+
+    folder = tmp_path / "records"
+    records(["--set", "prior", "--tasks", "4", "--workers", "1", "--out", str(folder)])
+    with np.load(folder / "prior.npz") as d:
+        prior = {k: d[k] for k in d.files}
+    for which in SETS[1:]:
+        names = np.array(["d", "a", "c", "b"]) if which == "dev" else prior["names"]
+        np.savez(folder / f"{which}.npz", **{**prior, "names": names})
+    full, fold0, fold1 = (_ranked(tmp_path, name, seed) for name, seed in (("full", 0), ("f0", 1), ("f1", 2)))
+    plain, crossed = tmp_path / "plain", tmp_path / "crossed"
+    main([full, fold0, fold1, "--records", str(folder), "--out", str(plain)])
+    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, "--out", str(crossed)])
+    each, cross = pd.read_csv(f"{plain}.csv"), pd.read_csv(f"{crossed}.csv")
+    assert "f0" not in cross.columns and "f1" not in cross.columns  # only the cross-fitted rule is judged
+    off_dev = cross.set != "dev"
+    assert cross.loc[off_dev, "full_k"].equals(each.loc[off_dev, "full_k"])  # FULL's picks off the dev suite
+    folds = dev_folds(["d", "a", "c", "b"])
+    for j, row in cross[~off_dev].iterrows():  # on it, the ranker that never saw the table's fold
+        other = "f1" if folds[row.table] == 0 else "f0"
+        assert row.full_k == each.loc[j, f"{other}_k"] and row.full == each.loc[j, other]
+    text = (tmp_path / "crossed.md").read_text()
+    assert "- `full`: " in text and "--cross-fit" in text and text.count("Checkpoint sha256") >= 3
+    with pytest.raises(SystemExit, match="three checkpoints of different names"):
+        main(["--records", str(folder), "--cross-fit", full, full, fold1, "--out", str(crossed)])
+
+
 def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_path):
     from benchmarks.choose_mixture_refinement import FIRST_VARIANTS, main, variant_labels
 

@@ -218,3 +218,39 @@ def test_the_temperatures_growth_on_tables_with_few_distinct_values_is_fitted_on
                              val_tables=2, workers=1)
     assert out["dev"]["slope"] == pytest.approx(dev["slope"])  # the same records, the same fit
     assert "development tables" in load_checkpoint(tmp_path / "recal.pt")[1]["lineage"][-1]["what"]
+
+
+def test_the_dev_suite_splits_into_two_alternating_folds_in_name_order():
+    from pipeline.k_ranker_fit import dev_folds
+
+    assert dev_folds(["c", "a", "d", "b"]) == {"a": 0, "b": 1, "c": 0, "d": 1}
+
+
+@needs_dev_suite
+@pytest.mark.parametrize("fold", [0, 1, None])
+def test_dev_derived_tables_are_real_rows_of_two_or_more_classes_of_one_folds_tables(fold):
+    from pipeline.evaluation.suites import dev_suite
+    from pipeline.k_ranker_fit import EXTRA_FAMILIES, FAMILIES, dev_derived_table, dev_folds
+
+    family = "dev-derived" if fold is None else f"dev-derived-{fold}"
+    assert family in EXTRA_FAMILIES and FAMILIES[family][1].startswith(f"{family}-v")
+    suite = dev_suite()
+    folds = dev_folds([d.name for d in suite])
+    sources = [d for d in suite if fold is None or folds[d.name] == fold]
+    assert 11 <= len(sources) <= 23
+    (name, frame, y), (_, again, y2) = dev_derived_table(4, fold), FAMILIES[family][0](4)
+    assert frame.equals(again) and np.array_equal(y, y2) and name.startswith("dev_derived_")
+    seen_k, subsets = set(), 0
+    for i in range(12):
+        name, frame, y = dev_derived_table(i, fold)
+        k = len(np.unique(y))
+        assert k >= 2 and np.array_equal(np.unique(y), np.arange(k)) and len(frame) == len(y) >= 20
+        # the rows are one source table's, of k of its classes, in its order, its columns or some of them
+        owners = [d for d in sources if set(frame.columns) <= set(d.features.columns)
+                  and any(d.features[frame.columns].iloc[j].equals(frame.iloc[0]) for j in range(len(d.y)))]
+        assert owners, f"{name} is no table of the fold's"
+        source = owners[0]
+        assert k <= len(np.unique(source.y)) and len(frame.columns) >= 2
+        subsets += len(frame.columns) < len(source.features.columns)
+        seen_k.add(k)
+    assert subsets >= 1 and len(seen_k) >= 2  # columns dropped on some tables, K varies
