@@ -356,22 +356,26 @@ def main(argv=None) -> None:
                          "ranker's), in place of expected_ari")
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS,
                     help="the development sets to compare on (default: all; a fresh draw has no dev)")
-    ap.add_argument("--cross-fit", nargs=3, metavar=("FULL", "FOLD0", "FOLD1"), default=None,
+    ap.add_argument("--cross-fit", nargs=3, metavar=("FULL", "FOLD0", "FOLD1"), action="append", default=[],
                     help="a ranker fitted with tables derived from the dev suite (jobs/fit_k_ranker.py --extra-tables "
                          "dev-derived=N), judged on dev by cross-fitting: FULL's picks on every other set, on dev "
-                         "those of FOLD0 (fitted with dev-derived-0) on fold 1's tables and FOLD1's on fold 0's")
+                         "those of FOLD0 (fitted with dev-derived-0) on fold 1's tables and FOLD1's on fold 0's; "
+                         "once per ranker (e.g. per fit seed)")
     ap.add_argument("--out", default="docs/results/choice-k-rule")
     args = ap.parse_args(argv)
     recs, sha = load_records(args.records, args.sets)
     rankers = load_rankers(args.checkpoints, sha)
-    crossed = load_rankers(args.cross_fit, sha) if args.cross_fit else {}
-    if args.cross_fit and len(crossed) != 3:
-        raise SystemExit(f"error: --cross-fit needs three checkpoints of different names, got {args.cross_fit}")
+    crossed = {Path(paths[0]).stem: load_rankers(paths, sha) for paths in args.cross_fit}
+    if len(crossed) < len(args.cross_fit) or set(crossed) & set(rankers):
+        raise SystemExit("error: each --cross-fit FULL needs a name of its own among the rules")
+    for paths, triple in zip(args.cross_fit, crossed.values()):
+        if len(triple) != 3:
+            raise SystemExit(f"error: --cross-fit needs three checkpoints of different names, got {paths}")
     rows = []
     for which, rec in recs.items():
         chosen = picks(rec, rankers)
-        if crossed:
-            chosen.update(cross_fit_picks(which, rec, *crossed.values(), name=Path(args.cross_fit[0]).stem))
+        for name, triple in crossed.items():
+            chosen.update(cross_fit_picks(which, rec, *triple.values(), name=name))
         t = np.arange(len(rec["ari"]))
         for j, name in enumerate(rec["names"]):
             row = {"set": which, "table": str(name), "K": int(rec["k_true"][j]), "k_hi": int(rec["k_hi"][j])}
@@ -381,7 +385,7 @@ def main(argv=None) -> None:
             rows.append(row)
     df = pd.DataFrame(rows)
     rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers,
-             *([Path(args.cross_fit[0]).stem] if crossed else [])]
+             *crossed]
     if args.baseline not in rules:
         raise SystemExit(f"error: --baseline {args.baseline!r} is none of the rules {rules}")
     baseline = args.baseline
@@ -405,7 +409,7 @@ def main(argv=None) -> None:
            "sets is chosen.", "", *verdicts, "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
-           *[checkpoint_line(p) + f" ({p})" for p in [*args.checkpoints, *(args.cross_fit or [])]],
+           *[checkpoint_line(p) + f" ({p})" for p in [*args.checkpoints, *sum(args.cross_fit, [])]],
            *machine_lines()]
     write_results(args.out, df, out)
 

@@ -302,6 +302,13 @@ def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path
     assert "- `full`: " in text and "--cross-fit" in text and text.count("Checkpoint sha256") >= 3
     with pytest.raises(SystemExit, match="three checkpoints of different names"):
         main(["--records", str(folder), "--cross-fit", full, full, fold1, "--out", str(crossed)])
+    twice = tmp_path / "twice"  # one rule per triple, e.g. per fit seed
+    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, "--cross-fit", fold1, fold0, full,
+          "--out", str(twice)])
+    both = pd.read_csv(f"{twice}.csv")
+    assert both["full_k"].equals(cross["full_k"]) and both.loc[off_dev, "f1_k"].equals(each.loc[off_dev, "f1_k"])
+    with pytest.raises(SystemExit, match="a name of its own"):
+        main([full, "--records", str(folder), "--cross-fit", full, fold0, fold1, "--out", str(twice)])
 
 
 def test_choose_mixture_refinement_scores_every_variant_at_the_rankers_k(tmp_path):
