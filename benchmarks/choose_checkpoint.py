@@ -68,6 +68,11 @@ FLAG_NOISE = "flag-noise"
 #: suite's tables that have missing cells of their own, as read (no imputation, no z-scores; above 1,000 rows the
 #: evaluation's subsample), so the estimator meets real gaps; only where a benchmark asks for it.
 DEV_GAPS = "dev-gaps"
+#: ``dev-derived`` (added 2026-12-07, for K rankers fitted with such tables, ``benchmarks/choose_k_rule.py``): tables
+#: derived from the dev suite's real ones (``pipeline.k_ranker_fit.dev_derived_table``: 2..K of a table's classes,
+#: sometimes some of its columns), the two folds in turn; tables of one source are alike, so their standard errors
+#: are taken over the sources; only where a benchmark asks for it.
+DEV_DERIVED = "dev-derived"
 
 
 def dev_gap_tables():
@@ -174,6 +179,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
+        return
+    if which == DEV_DERIVED:
+        from pipeline.k_ranker_fit import dev_derived_table
+
+        for i in range(offset, offset + n_tasks):  # both folds in turn, so a fold's ranker reads the other's
+            yield dev_derived_table(i // 2, i % 2)
         return
     if which == DEV_GAPS:
         if offset:

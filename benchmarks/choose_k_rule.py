@@ -20,7 +20,8 @@ their features and ARI, computed once by the network), every rule picks one cand
   picked by the ranker fitted on the other fold's derived tables (``dev-derived-0`` / ``-1``), since FULL saw them.
 
 A rule's pick scores the ARI of the partition the estimator's default refine returns at that K (the records'
-``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``dev``, ``shapes``; ``--sets``)
+``ari``). Per development set (``prior``, ``noisy``, ``one-informative``, ``coarse``, ``dev``, ``shapes``; ``--sets``;
+``dev-derived`` where asked for, its standard errors over its source tables)
 each rule against ``expected_ari`` (or ``--baseline RULE``, one of the rules above, e.g. the shipped checkpoint given
 as one of the checkpoints; or, with ``--baseline-from CSV RULE``, RULE's picks in an earlier choice on the same
 records) table by table: paired mean ARI difference +- standard error, tables better / worse, mean |K^ - K|. The
@@ -43,6 +44,8 @@ from model.k_features import FEATURES, features_key
 from pipeline.evaluation.protocol import LOSS, RULE, gains_and_losses
 
 SETS = ("prior", "noisy", "one-informative", "coarse", "dev", "shapes")
+#: Sets compared on only where asked for (``--sets``).
+OPTIONAL_SETS = ("dev-derived",)
 BASELINE = "expected_ari"
 
 
@@ -100,15 +103,28 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
 
 
 def cross_fit_picks(which: str, rec: dict[str, np.ndarray], full, fold0, fold1, name: str) -> dict[str, np.ndarray]:
-    """``{name: picks}``: ``full``'s picks, but on the dev suite's tables those of the ranker whose fit saw none
-    of the table's fold (:func:`pipeline.k_ranker_fit.dev_folds`): ``fold1``'s on fold 0, ``fold0``'s on fold 1."""
-    from pipeline.k_ranker_fit import dev_folds
+    """``{name: picks}``: ``full``'s picks, but on the dev suite's tables and those derived from them the picks of
+    the ranker whose fit saw none of the table's fold (:func:`pipeline.k_ranker_fit.dev_folds`): ``fold1``'s on
+    fold 0, ``fold0``'s on fold 1."""
+    from pipeline.k_ranker_fit import dev_derived_origin, dev_folds
 
-    if which != "dev":
+    if which == "dev":
+        fold = dev_folds(rec["names"].tolist())
+    elif which == "dev-derived":
+        fold = {str(n): dev_derived_origin(str(n))[0] for n in rec["names"]}
+    else:
         return {name: picks(rec, {name: full})[name]}
-    fold = dev_folds(rec["names"].tolist())
     by_fold = [picks(rec, {name: ranker})[name] for ranker in (fold1, fold0)]
     return {name: np.array([by_fold[fold[str(n)]][j] for j, n in enumerate(rec["names"])])}
+
+
+def clustered_se(d: np.ndarray, clusters: np.ndarray) -> float:
+    """Standard error of the mean of ``d`` whose values are alike within ``clusters`` (tables derived from one
+    source): the spread of the clusters' summed deviations, not the tables'; one table per cluster: the usual
+    ``std(ddof=1) / sqrt(n)``."""
+    groups = pd.Series(d - d.mean()).groupby(clusters).sum().to_numpy()
+    g = len(groups)
+    return float(np.sqrt((groups ** 2).sum() * g / (g - 1)) / len(d)) if g > 1 else float("nan")
 
 
 def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
@@ -119,7 +135,7 @@ def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
     for which, part in df.groupby("set", sort=False):
         for rule in rules:
             d = part[rule] - part[baseline]
-            se = float(d.std(ddof=1) / np.sqrt(len(d)))
+            se = clustered_se(d.to_numpy(), part["source"].to_numpy())
             diffs[rule][which] = (float(d.mean()), se)
             lines.append(f"| {which} | {len(part)} | {rule} | {part[rule].median():.3f} | {part[rule].mean():.3f} | "
                          f"{d.mean():+.4f} +- {se:.4f} | {(d > 1e-9).sum()} / {(d < -1e-9).sum()} | "
@@ -344,6 +360,7 @@ def verdict(diffs: dict[str, dict[str, tuple[float, float]]], baseline: str = BA
 
 def main(argv=None) -> None:
     from pipeline.evaluation.report import PROVENANCE_PREFIXES, checkpoint_line, machine_lines
+    from pipeline.k_ranker_fit import dev_derived_origin
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoints", nargs="*", help="checkpoints carrying a K ranker, on the records' network")
@@ -354,8 +371,9 @@ def main(argv=None) -> None:
     ap.add_argument("--baseline-from", nargs=2, metavar=("CSV", "RULE"), default=None,
                     help="the baseline: RULE's picks in an earlier choice's CSV on the same records (e.g. the shipped "
                          "ranker's), in place of expected_ari")
-    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS,
-                    help="the development sets to compare on (default: all; a fresh draw has no dev)")
+    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=[*SETS, *OPTIONAL_SETS],
+                    help="the development sets to compare on (default: all but dev-derived, which only a "
+                         "--cross-fit ranker needs; a fresh draw has no dev)")
     ap.add_argument("--cross-fit", nargs=3, metavar=("FULL", "FOLD0", "FOLD1"), action="append", default=[],
                     help="a ranker fitted with tables derived from the dev suite (jobs/fit_k_ranker.py --extra-tables "
                          "dev-derived=N), judged on dev by cross-fitting: FULL's picks on every other set, on dev "
@@ -378,7 +396,8 @@ def main(argv=None) -> None:
             chosen.update(cross_fit_picks(which, rec, *triple.values(), name=name))
         t = np.arange(len(rec["ari"]))
         for j, name in enumerate(rec["names"]):
-            row = {"set": which, "table": str(name), "K": int(rec["k_true"][j]), "k_hi": int(rec["k_hi"][j])}
+            row = {"set": which, "table": str(name), "K": int(rec["k_true"][j]), "k_hi": int(rec["k_hi"][j]),
+                   "source": dev_derived_origin(str(name))[1] if which == "dev-derived" else str(name)}
             for rule, pick in chosen.items():
                 row[rule] = float(rec["ari"][t, pick][j])
                 row[rule + "_k"] = int(pick[j]) + 2

@@ -5,7 +5,8 @@
 The development sets of ``benchmarks/choose_checkpoint.py`` (``prior``: 400 held-out tasks of the paper's prior,
 ``noisy``: 200 with noise columns and contaminated rows, ``one-informative``: 200 with one informative column among
 noise columns, ``coarse``: 200 with columns read as levels, rounded values or counts, ``dev``: the 23 tables of
-``../shared/benchmarks/dev``, ``shapes``: the 54 generated shape tables of ``benchmarks/shapes.py``), each
+``../shared/benchmarks/dev``, ``shapes``: the 54 generated shape tables of ``benchmarks/shapes.py``; where asked
+for, ``dev-derived``: 1,000 tables derived from the dev suite's, ``pipeline.k_ranker_fit.dev_derived_table``), each
 clustered once by the shipped network (``--checkpoint``) as ``TabClustPFN`` does by default; the record of a table
 keeps, per candidate K, the features of :mod:`model.k_features` and the ARI of what each refine returns at that K
 (``pipeline.k_ranker_fit.table_record``). Writes
@@ -26,6 +27,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "dev": 23, "shapes": 54}
+#: Sets recorded only where asked for (``--set``): the dev suite's derived tables (``benchmarks.choose_checkpoint``).
+OPTIONAL_SIZES = {"dev-derived": 1000}
 
 
 def _one_thread() -> None:
@@ -49,7 +52,7 @@ def main(argv=None) -> None:
     from model.estimator import default_checkpoint_path
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--set", nargs="+", default=list(SIZES), choices=[*SIZES, *OPTIONAL_SIZES])
     ap.add_argument("--checkpoint", default=str(default_checkpoint_path()))
     ap.add_argument("--tasks", type=int, default=None, help="at most this many tables per set (default: all)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this one)")
@@ -64,7 +67,8 @@ def main(argv=None) -> None:
     pool = ProcessPoolExecutor(args.workers, initializer=_one_thread) if args.workers > 1 else None
     try:
         for which in args.set:
-            n = min(SIZES[which], args.tasks or SIZES[which])
+            size = {**SIZES, **OPTIONAL_SIZES}[which]
+            n = min(size, args.tasks or size)
             step = -(-n // args.workers)  # a set's generator draws the whole set: one chunk per worker
             jobs = [(args.checkpoint, which, n, args.offset, s, min(s + step, n)) for s in range(0, n, step)]
             parts = list(pool.map(_work, jobs) if pool else map(_work, jobs))

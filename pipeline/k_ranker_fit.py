@@ -171,9 +171,9 @@ def dev_folds(names) -> dict[str, int]:
 def dev_derived_table(i: int, fold: int | None = None):
     """The ``i``-th table derived from the development suite's real tables (those of ``fold``, None: all): one
     table drawn at random, a random 2..K of its labelled classes kept, and half the time a random subset of its
-    columns (at least 2) -> (name, DataFrame, labels 0..k-1). Real columns, real classes: what K looks like on
-    real tables, which the prior's families do not show. A ranker fitted on one fold's tables is judged on the
-    other fold's (``benchmarks/choose_k_rule.py --cross-fit``)."""
+    columns (at least 2) -> (name ``dev_derived_<fold>_<i>_<source>``, DataFrame, labels 0..k-1). Real columns,
+    real classes: what K looks like on real tables, which the prior's families do not show. A ranker fitted on
+    one fold's tables is judged on the other fold's (``benchmarks/choose_k_rule.py --cross-fit``)."""
     tables = _dev_tables(fold)
     rng = np.random.default_rng([DEV_DERIVED_SEED, 2 if fold is None else fold, i])
     while True:
@@ -191,7 +191,13 @@ def dev_derived_table(i: int, fold: int | None = None):
             cols = cols[np.sort(rng.choice(len(cols), size=int(rng.integers(2, len(cols) + 1)), replace=False))]
         frame = ds.features.iloc[rows][cols].reset_index(drop=True)
         labels = np.searchsorted(np.sort(kept), y[rows])
-        return f"dev_derived_{'' if fold is None else f'{fold}_'}{i}", frame, labels
+        return f"dev_derived_{'all' if fold is None else fold}_{i}_{ds.name}", frame, labels
+
+
+def dev_derived_origin(name: str) -> tuple[int | None, str]:
+    """The fold (None: all) and the source table of a :func:`dev_derived_table`'s name."""
+    _, _, fold, _, source = name.split("_", 4)
+    return (None if fold == "all" else int(fold)), source
 
 
 def _dev_fold_table(fold: int):

@@ -274,6 +274,28 @@ def test_choose_k_rule_scores_every_rule_on_the_records_of_the_same_network(tmp_
         main([_ranked(tmp_path, "r1", 1), "--records", str(folder), "--out", str(out)])
 
 
+def test_clustered_standard_error_is_the_usual_one_for_single_tables_and_wider_for_alike_ones():
+    from benchmarks.choose_k_rule import clustered_se
+
+    d = np.array([0.1, -0.2, 0.05, 0.3, 0.0, -0.1])
+    assert clustered_se(d, np.arange(6)) == pytest.approx(d.std(ddof=1) / np.sqrt(6))
+    # two sources whose tables move together: the mean rests on two draws, not six
+    alike = np.array([0.2, 0.2, 0.2, -0.1, -0.1, -0.1])
+    assert clustered_se(alike, np.repeat(["a", "b"], 3)) > 2 * clustered_se(alike, np.arange(6))
+    assert np.isnan(clustered_se(alike, np.repeat("a", 6)))
+
+
+@needs_dev_suite
+def test_the_dev_derived_set_takes_both_folds_in_turn_and_a_fresh_draw_from_an_offset():
+    from benchmarks.choose_checkpoint import tables
+    from pipeline.k_ranker_fit import dev_derived_origin, dev_derived_table
+
+    names = [name for name, _, _ in tables("dev-derived", 4)]
+    assert [dev_derived_origin(n)[0] for n in names] == [0, 1, 0, 1]
+    assert names == [dev_derived_table(i // 2, i % 2)[0] for i in range(4)]
+    assert [name for name, _, _ in tables("dev-derived", 2, offset=2)] == names[2:]
+
+
 def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path):
     from benchmarks.choose_k_rule import SETS, main
     from benchmarks.k_rule_records import main as records
@@ -283,27 +305,30 @@ def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path
     records(["--set", "prior", "--tasks", "4", "--workers", "1", "--out", str(folder)])
     with np.load(folder / "prior.npz") as d:
         prior = {k: d[k] for k in d.files}
-    for which in SETS[1:]:
-        names = np.array(["d", "a", "c", "b"]) if which == "dev" else prior["names"]
+    derived = np.array(["dev_derived_0_0_x", "dev_derived_1_0_y", "dev_derived_0_1_x_z", "dev_derived_1_1_y"])
+    for which in [*SETS[1:], "dev-derived"]:
+        names = {"dev": np.array(["d", "a", "c", "b"]), "dev-derived": derived}.get(which, prior["names"])
         np.savez(folder / f"{which}.npz", **{**prior, "names": names})
     full, fold0, fold1 = (_ranked(tmp_path, name, seed) for name, seed in (("full", 0), ("f0", 1), ("f1", 2)))
     plain, crossed = tmp_path / "plain", tmp_path / "crossed"
-    main([full, fold0, fold1, "--records", str(folder), "--out", str(plain)])
-    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, "--out", str(crossed)])
+    sets = ["--sets", *SETS, "dev-derived"]
+    main([full, fold0, fold1, "--records", str(folder), *sets, "--out", str(plain)])
+    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, *sets, "--out", str(crossed)])
     each, cross = pd.read_csv(f"{plain}.csv"), pd.read_csv(f"{crossed}.csv")
     assert "f0" not in cross.columns and "f1" not in cross.columns  # only the cross-fitted rule is judged
-    off_dev = cross.set != "dev"
+    off_dev = ~cross.set.isin(["dev", "dev-derived"])
     assert cross.loc[off_dev, "full_k"].equals(each.loc[off_dev, "full_k"])  # FULL's picks off the dev suite
-    folds = dev_folds(["d", "a", "c", "b"])
-    for j, row in cross[~off_dev].iterrows():  # on it, the ranker that never saw the table's fold
+    folds = {**dev_folds(["d", "a", "c", "b"]), **{name: int(name[12]) for name in derived}}
+    for j, row in cross[~off_dev].iterrows():  # on it and its derived tables, the ranker that never saw the fold
         other = "f1" if folds[row.table] == 0 else "f0"
         assert row.full_k == each.loc[j, f"{other}_k"] and row.full == each.loc[j, other]
+    assert list(cross.loc[cross.set == "dev-derived", "source"]) == ["x", "y", "x_z", "y"]
     text = (tmp_path / "crossed.md").read_text()
     assert "- `full`: " in text and "--cross-fit" in text and text.count("Checkpoint sha256") >= 3
     with pytest.raises(SystemExit, match="three checkpoints of different names"):
         main(["--records", str(folder), "--cross-fit", full, full, fold1, "--out", str(crossed)])
     twice = tmp_path / "twice"  # one rule per triple, e.g. per fit seed
-    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, "--cross-fit", fold1, fold0, full,
+    main(["--records", str(folder), "--cross-fit", full, fold0, fold1, "--cross-fit", fold1, fold0, full, *sets,
           "--out", str(twice)])
     both = pd.read_csv(f"{twice}.csv")
     assert both["full_k"].equals(cross["full_k"]) and both.loc[off_dev, "f1_k"].equals(each.loc[off_dev, "f1_k"])

@@ -230,7 +230,7 @@ def test_the_dev_suite_splits_into_two_alternating_folds_in_name_order():
 @pytest.mark.parametrize("fold", [0, 1, None])
 def test_dev_derived_tables_are_real_rows_of_two_or_more_classes_of_one_folds_tables(fold):
     from pipeline.evaluation.suites import dev_suite
-    from pipeline.k_ranker_fit import EXTRA_FAMILIES, FAMILIES, dev_derived_table, dev_folds
+    from pipeline.k_ranker_fit import EXTRA_FAMILIES, FAMILIES, dev_derived_origin, dev_derived_table, dev_folds
 
     family = "dev-derived" if fold is None else f"dev-derived-{fold}"
     assert family in EXTRA_FAMILIES and FAMILIES[family][1].startswith(f"{family}-v")
@@ -249,7 +249,9 @@ def test_dev_derived_tables_are_real_rows_of_two_or_more_classes_of_one_folds_ta
         owners = [d for d in sources if set(frame.columns) <= set(d.features.columns)
                   and any(d.features[frame.columns].iloc[j].equals(frame.iloc[0]) for j in range(len(d.y)))]
         assert owners, f"{name} is no table of the fold's"
-        source = owners[0]
+        fold_named, source_name = dev_derived_origin(name)
+        assert fold_named == fold and source_name in [d.name for d in owners]  # its name says where it came from
+        source = next(d for d in owners if d.name == source_name)
         assert k <= len(np.unique(source.y)) and len(frame.columns) >= 2
         subsets += len(frame.columns) < len(source.features.columns)
         seen_k.add(k)
