@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--extra-tables", nargs="+", default=[], metavar="FAMILY=N",
                    help="tables of other families added to the prior tables, a tenth of each held out: "
                         f"{', '.join(EXTRA_FAMILIES)} (e.g. shapes=1500; default: none)")
+    p.add_argument("--extra-weight", type=int, default=d.extra_weight,
+                   help="how many times each extra table counts in the fit (default: %(default)s)")
     args = p.parse_args(argv)
     args.extra_tables = extra_tables(p, args.extra_tables)
     return args
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                               records_dir=args.records_dir, tables=args.tables, val_tables=args.val_tables,
                               epochs=args.epochs, seed=args.seed, workers=args.workers,
                               feature_set=args.feature_set, candidates=args.candidates,
-                              target=args.target, extra_tables=args.extra_tables)
+                              target=args.target, extra_tables=args.extra_tables, extra_weight=args.extra_weight)
         summary = fit_k_ranker(cfg)
     except (CheckpointError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

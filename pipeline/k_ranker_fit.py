@@ -79,6 +79,8 @@ class RankerFitConfig:
     dev_slope: bool = True
     #: (family, tables) of :data:`EXTRA_FAMILIES` added to the ``tables`` prior tables, each's last tenth held out
     extra_tables: tuple[tuple[str, int], ...] = ()
+    #: how many times each extra family's fitted tables count in the fit (the loss is a mean over tables)
+    extra_weight: int = 1
 
     def __post_init__(self) -> None:
         if self.tables < 2 or not 1 <= self.val_tables < self.tables:
@@ -91,8 +93,9 @@ class RankerFitConfig:
                 raise ValueError(f"{family} tables must number at least 2 (a tenth is held out), got {n}")
         if len({family for family, _ in self.extra_tables}) < len(self.extra_tables):
             raise ValueError(f"a family is given twice in extra_tables={self.extra_tables}")
-        if self.epochs < 1 or self.workers < 1:
-            raise ValueError(f"epochs and workers must be >= 1, got {self.epochs} and {self.workers}")
+        if self.epochs < 1 or self.workers < 1 or self.extra_weight < 1:
+            raise ValueError(f"epochs, workers and extra_weight must be >= 1, got {self.epochs}, {self.workers} and "
+                             f"{self.extra_weight}")
         if self.feature_set not in FEATURE_SETS:
             raise ValueError(f"unknown feature_set {self.feature_set}: choose one of {sorted(FEATURE_SETS)}")
         if self.candidates not in CANDIDATE_STAGES:
@@ -474,8 +477,8 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
         extra[family] = build_records(str(Path(cfg.checkpoint).resolve()), n, cfg.records_dir, sha, cfg.workers,
                                       family=family)
         cuts[family] = n - max(1, n // 10)
-        fit_features = np.concatenate([fit_features, extra[family][key][: cuts[family]]])
-        fit_ari = np.concatenate([fit_ari, extra[family][ari_key][: cuts[family]]])
+        fit_features = np.concatenate([fit_features, *[extra[family][key][: cuts[family]]] * cfg.extra_weight])
+        fit_ari = np.concatenate([fit_ari, *[extra[family][ari_key][: cuts[family]]] * cfg.extra_weight])
     ranker = fit_ranker(fit_features, fit_ari, epochs=cfg.epochs, seed=cfg.seed, feature_set=cfg.feature_set)
     held_out = paired_choice(ranker, features[held], ari[held])
     extra_held_out = {family: paired_choice(ranker, rec_f[key][cuts[family]:], rec_f[ari_key][cuts[family]:])
@@ -494,6 +497,7 @@ def fit_k_ranker(cfg: RankerFitConfig) -> dict[str, Any]:
              "what": f"K ranker fitted to the frozen network (pipeline.k_ranker_fit): {cfg.tables - cfg.val_tables} "
                      f"prior tables (seeds {TRAIN_SEED} + i; clean, noisy, one informative column)"
                      + "".join(f" and {cuts[family]} {family} tables ({FAMILIES[family][1]})" for family in extra)
+                     + (f" (each counted {cfg.extra_weight} times)" if extra and cfg.extra_weight > 1 else "")
                      + ", N 100-1000, "
                      f"feature set {cfg.feature_set} of the {cfg.candidates} candidates, the ARI of refine="
                      f"{cfg.target or 'default'}, {cfg.epochs} epochs, seed {cfg.seed}",

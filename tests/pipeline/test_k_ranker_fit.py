@@ -108,10 +108,17 @@ def test_extra_tables_join_the_fit_with_a_tenth_held_out_and_their_own_records(t
     # the extra records changed what the ranker learnt
     assert not torch.equal(load_checkpoint(cfg.out)[0].k_ranker.mlp[0].weight,
                            load_checkpoint(tmp_path / "plain.pt")[0].k_ranker.mlp[0].weight)
+    heavy = fit_k_ranker(dataclasses.replace(cfg, extra_weight=3, out=str(tmp_path / "heavy.pt")))
+    assert "(each counted 3 times)" in load_checkpoint(tmp_path / "heavy.pt")[1]["lineage"][-1]["what"]
+    assert heavy["extra_held_out"]["shapes"]["tables"] == 2  # the held-out tables are not repeated
+    assert not torch.equal(load_checkpoint(cfg.out)[0].k_ranker.mlp[0].weight,
+                           load_checkpoint(tmp_path / "heavy.pt")[0].k_ranker.mlp[0].weight)
     for bad, match in (((("shapes", 1),), "at least 2"), ((("nope", 5),), "unknown table family"),
                        ((("shapes", 5), ("shapes", 6)), "given twice")):
         with pytest.raises(ValueError, match=match):
             dataclasses.replace(cfg, extra_tables=bad)
+    with pytest.raises(ValueError, match="extra_weight must be >= 1"):
+        dataclasses.replace(cfg, extra_weight=0)
 
 
 def test_coarse_tables_are_the_mix_with_coarse_columns_on_seeds_of_their_own():
@@ -140,7 +147,8 @@ def test_the_job_reads_extra_tables_as_family_equals_count(tmp_path):
     from jobs.fit_k_ranker import parse_args
 
     args = parse_args(["--out", "x.pt", "--extra-tables", "shapes=1500", "coarse=20"])
-    assert args.extra_tables == (("shapes", 1500), ("coarse", 20))
+    assert args.extra_tables == (("shapes", 1500), ("coarse", 20)) and args.extra_weight == 1
+    assert parse_args(["--out", "x.pt", "--extra-tables", "shapes=9", "--extra-weight", "3"]).extra_weight == 3
     with pytest.raises(SystemExit):
         parse_args(["--out", "x.pt", "--extra-tables", "shapes"])
 
