@@ -274,6 +274,11 @@ def write_variant_report(args: argparse.Namespace, df: pd.DataFrame, title: str,
            f"Protocol: {RULE}{protocol}.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
+           *([f"Cross-fitted ({', '.join(f'`{n}`' for n in crossed)}): on dev and dev-derived each table is picked by "
+              "the ranker fitted on the other fold's derived tables; elsewhere by the one fitted on all.", ""]
+             if crossed else []),
+           *([f"dev-derived: standard errors over its {df[df.set == 'dev-derived'].source.nunique()} source tables "
+              "(tables derived from one table move together).", ""] if "dev-derived" in args.sets else []),
            PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)
@@ -427,6 +432,11 @@ def main(argv=None) -> None:
            f"Protocol: {RULE.replace('candidate', 'rule')}; the qualifying rule with the largest mean gain over the "
            "sets is chosen.", "", *verdicts, "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
+           *([f"Cross-fitted ({', '.join(f'`{n}`' for n in crossed)}): on dev and dev-derived each table is picked by "
+              "the ranker fitted on the other fold's derived tables; elsewhere by the one fitted on all.", ""]
+             if crossed else []),
+           *([f"dev-derived: standard errors over its {df[df.set == 'dev-derived'].source.nunique()} source tables "
+              "(tables derived from one table move together).", ""] if "dev-derived" in args.sets else []),
            PROVENANCE_PREFIXES["command"] + "`python benchmarks/choose_k_rule.py " + " ".join(given) + "`",
            *[checkpoint_line(p) + f" ({p})" for p in [*args.checkpoints, *sum(args.cross_fit, [])]],
            *machine_lines()]

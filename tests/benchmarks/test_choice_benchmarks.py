@@ -325,6 +325,7 @@ def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path
     assert list(cross.loc[cross.set == "dev-derived", "source"]) == ["x", "y", "x_z", "y"]
     text = (tmp_path / "crossed.md").read_text()
     assert "- `full`: " in text and "--cross-fit" in text and text.count("Checkpoint sha256") >= 3
+    assert "Cross-fitted (`full`): " in text and "dev-derived: standard errors over its 3 source tables" in text
     with pytest.raises(SystemExit, match="three checkpoints of different names"):
         main(["--records", str(folder), "--cross-fit", full, full, fold1, "--out", str(crossed)])
     twice = tmp_path / "twice"  # one rule per triple, e.g. per fit seed
