@@ -135,7 +135,7 @@ def table(df: pd.DataFrame, rules: list[str], baseline: str = BASELINE
     for which, part in df.groupby("set", sort=False):
         for rule in rules:
             d = part[rule] - part[baseline]
-            se = clustered_se(d.to_numpy(), part["source"].to_numpy())
+            se = clustered_se(d.to_numpy(), (part["source"] if "source" in part else part.index).to_numpy())
             diffs[rule][which] = (float(d.mean()), se)
             lines.append(f"| {which} | {len(part)} | {rule} | {part[rule].median():.3f} | {part[rule].mean():.3f} | "
                          f"{d.mean():+.4f} +- {se:.4f} | {(d > 1e-9).sum()} / {(d < -1e-9).sum()} | "
@@ -274,11 +274,6 @@ def write_variant_report(args: argparse.Namespace, df: pd.DataFrame, title: str,
            f"Protocol: {RULE}{protocol}.", "",
            *[v.replace("rule", "variant") for v in verdicts], "",
            f"Chosen: {'`' + chosen + '`' if chosen else f'none (the baseline `{baseline}` stays)'}.", "",
-           *([f"Cross-fitted ({', '.join(f'`{n}`' for n in crossed)}): on dev and dev-derived each table is picked by "
-              "the ranker fitted on the other fold's derived tables; elsewhere by the one fitted on all.", ""]
-             if crossed else []),
-           *([f"dev-derived: standard errors over its {df[df.set == 'dev-derived'].source.nunique()} source tables "
-              "(tables derived from one table move together).", ""] if "dev-derived" in args.sets else []),
            PROVENANCE_PREFIXES["command"] + f"`python benchmarks/{script} " + " ".join(given) + "`",
            checkpoint_line(args.checkpoint), *machine_lines()]
     write_results(args.out, df, out)
