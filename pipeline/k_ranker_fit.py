@@ -7,8 +7,9 @@
    (:data:`EXTRA_FAMILIES`: ``shapes``, low-dimensional arcs, rings, sheared, stretched or unequal blobs of
    :mod:`priors.shapes`, which the network never trained on; ``coarse``, the prior's mix with some continuous
    columns measured as ordinal levels, rounded values or counts, :func:`priors.nuisance.discretise`;
-   ``onemode``, one cloud labelled by k-means' split, :mod:`priors.onemode`). Each is clustered as ``TabClustPFN``
-   does by default (preprocessing,
+   ``onemode``, one cloud labelled by k-means' split, :mod:`priors.onemode`; ``dev-derived``, 2..K of a dev
+   table's labelled classes, ``dev-derived-0`` / ``-1`` from one fold's tables, :func:`dev_derived_table`), each
+   counted ``extra_weight`` times. Each is clustered as ``TabClustPFN`` does by default (preprocessing,
    4 column orderings, every candidate refined by two k-means steps, then its diagonal mixture fitted) and its
    record keeps, per candidate K, the features of :mod:`model.k_features` and the ARI against the labels of what
    each refine returns at that K (:func:`table_record`). Records are computed in local
