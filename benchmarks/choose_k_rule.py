@@ -104,12 +104,12 @@ def picks(rec: dict[str, np.ndarray], rankers: dict[str, object]) -> dict[str, n
 
 def cross_fit_picks(which: str, rec: dict[str, np.ndarray], full, fold0, fold1, name: str) -> dict[str, np.ndarray]:
     """``{name: picks}``: ``full``'s picks, but on the dev suite's tables and those derived from them the picks of
-    the ranker whose fit saw none of the table's fold (:func:`pipeline.k_ranker_fit.dev_folds`): ``fold1``'s on
-    fold 0, ``fold0``'s on fold 1."""
-    from pipeline.k_ranker_fit import dev_derived_origin, dev_folds
+    the ranker whose fit saw none of the table's fold (:func:`pipeline.k_ranker_fit.dev_suite_folds`): ``fold1``'s
+    on fold 0, ``fold0``'s on fold 1."""
+    from pipeline.k_ranker_fit import dev_derived_origin, dev_suite_folds
 
     if which == "dev":
-        fold = dev_folds(rec["names"].tolist())
+        fold = dev_suite_folds()
     elif which == "dev-derived":
         fold = {str(n): dev_derived_origin(str(n))[0] for n in rec["names"]}
     else:
@@ -403,8 +403,7 @@ def main(argv=None) -> None:
                 row[rule + "_k"] = int(pick[j]) + 2
             rows.append(row)
     df = pd.DataFrame(rows)
-    rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers,
-             *crossed]
+    rules = [BASELINE, "silhouette", "expected_ari+silhouette", "mix_bic", *rankers, *crossed]
     if args.baseline not in rules:
         raise SystemExit(f"error: --baseline {args.baseline!r} is none of the rules {rules}")
     baseline = args.baseline

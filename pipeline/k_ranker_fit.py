@@ -157,12 +157,12 @@ DEV_DERIVED_VERSION = 1
 DEV_DERIVED_SEED = 20261207
 
 
-@functools.lru_cache(maxsize=2)
-def _dev_tables(fold: int | None, bench_dir: str | None = None) -> tuple:
-    """The development suite's tables of ``fold`` (:func:`dev_fold`; None: all), loaded once per process."""
+@functools.lru_cache(maxsize=3)
+def _dev_tables(fold: int | None) -> tuple:
+    """The development suite's tables of ``fold`` (:func:`dev_folds`; None: all), loaded once per process."""
     from pipeline.evaluation.suites import dev_suite
 
-    suite = dev_suite(bench_dir)
+    suite = dev_suite()
     folds = dev_folds([d.name for d in suite])
     return tuple(d for d in suite if fold is None or folds[d.name] == fold)
 
@@ -170,6 +170,11 @@ def _dev_tables(fold: int | None, bench_dir: str | None = None) -> tuple:
 def dev_folds(names) -> dict[str, int]:
     """The two folds of the development suite's tables for cross-fitting: 0 and 1 alternately in name order."""
     return {name: i % 2 for i, name in enumerate(sorted(names))}
+
+
+def dev_suite_folds() -> dict[str, int]:
+    """The fold of each of the development suite's tables, as the ``dev-derived-0`` / ``-1`` families draw them."""
+    return {d.name: fold for fold in (0, 1) for d in _dev_tables(fold)}
 
 
 def dev_derived_table(i: int, fold: int | None = None):
@@ -180,7 +185,7 @@ def dev_derived_table(i: int, fold: int | None = None):
     one fold's tables is judged on the other fold's (``benchmarks/choose_k_rule.py --cross-fit``)."""
     tables = _dev_tables(fold)
     rng = np.random.default_rng([DEV_DERIVED_SEED, 2 if fold is None else fold, i])
-    while True:
+    for _ in range(1000):
         ds = tables[int(rng.integers(len(tables)))]
         y = np.asarray(ds.y)
         classes = np.unique(y)
@@ -196,6 +201,7 @@ def dev_derived_table(i: int, fold: int | None = None):
         frame = ds.features.iloc[rows][cols].reset_index(drop=True)
         labels = np.searchsorted(np.sort(kept), y[rows])
         return f"dev_derived_{'all' if fold is None else fold}_{i}_{ds.name}", frame, labels
+    raise ValueError("no development table has two labelled classes of >= 20 rows between them to derive from")
 
 
 def dev_derived_origin(name: str) -> tuple[int | None, str]:

@@ -296,18 +296,21 @@ def test_the_dev_derived_set_takes_both_folds_in_turn_and_a_fresh_draw_from_an_o
     assert [name for name, _, _ in tables("dev-derived", 2, offset=2)] == names[2:]
 
 
+@needs_dev_suite
 def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path):
     from benchmarks.choose_k_rule import SETS, main
     from benchmarks.k_rule_records import main as records
-    from pipeline.k_ranker_fit import dev_folds
+    from pipeline.k_ranker_fit import dev_suite_folds
 
     folder = tmp_path / "records"
     records(["--set", "prior", "--tasks", "4", "--workers", "1", "--out", str(folder)])
     with np.load(folder / "prior.npz") as d:
         prior = {k: d[k] for k in d.files}
+    folds = dev_suite_folds()
+    dev = np.array(sorted(folds)[4:8])  # a few of the suite's tables: both folds, their folds the fit's
     derived = np.array(["dev_derived_0_0_x", "dev_derived_1_0_y", "dev_derived_0_1_x_z", "dev_derived_1_1_y"])
     for which in [*SETS[1:], "dev-derived"]:
-        names = {"dev": np.array(["d", "a", "c", "b"]), "dev-derived": derived}.get(which, prior["names"])
+        names = {"dev": dev, "dev-derived": derived}.get(which, prior["names"])
         np.savez(folder / f"{which}.npz", **{**prior, "names": names})
     full, fold0, fold1 = (_ranked(tmp_path, name, seed) for name, seed in (("full", 0), ("f0", 1), ("f1", 2)))
     plain, crossed = tmp_path / "plain", tmp_path / "crossed"
@@ -318,7 +321,8 @@ def test_choose_k_rule_cross_fits_a_dev_derived_ranker_on_the_dev_suite(tmp_path
     assert "f0" not in cross.columns and "f1" not in cross.columns  # only the cross-fitted rule is judged
     off_dev = ~cross.set.isin(["dev", "dev-derived"])
     assert cross.loc[off_dev, "full_k"].equals(each.loc[off_dev, "full_k"])  # FULL's picks off the dev suite
-    folds = {**dev_folds(["d", "a", "c", "b"]), **{name: int(name[12]) for name in derived}}
+    assert {folds[name] for name in dev} == {0, 1}
+    folds = {**folds, **{name: int(name[12]) for name in derived}}
     for j, row in cross[~off_dev].iterrows():  # on it and its derived tables, the ranker that never saw the fold
         other = "f1" if folds[row.table] == 0 else "f0"
         assert row.full_k == each.loc[j, f"{other}_k"] and row.full == each.loc[j, other]

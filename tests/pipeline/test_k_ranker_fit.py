@@ -235,6 +235,17 @@ def test_the_dev_suite_splits_into_two_alternating_folds_in_name_order():
 
 
 @needs_dev_suite
+def test_the_dev_suites_folds_are_those_its_derived_families_draw_from():
+    from pipeline.evaluation.suites import dev_suite
+    from pipeline.k_ranker_fit import dev_derived_origin, dev_derived_table, dev_folds, dev_suite_folds
+
+    folds = dev_suite_folds()
+    assert folds == dev_folds([d.name for d in dev_suite()]) and len(folds) == 23
+    for fold in (0, 1):
+        assert {folds[dev_derived_origin(dev_derived_table(i, fold)[0])[1]] for i in range(10)} == {fold}
+
+
+@needs_dev_suite
 @pytest.mark.parametrize("fold", [0, 1, None])
 def test_dev_derived_tables_are_real_rows_of_two_or_more_classes_of_one_folds_tables(fold):
     from pipeline.evaluation.suites import dev_suite
