@@ -264,7 +264,7 @@ def test_dev_derived_tables_are_real_rows_of_two_or_more_classes_of_one_folds_ta
         name, frame, y = dev_derived_table(i, fold)
         k = len(np.unique(y))
         assert k >= 2 and np.array_equal(np.unique(y), np.arange(k)) and len(frame) == len(y) >= 20
-        # the rows are one source table's, of k of its classes, in its order, its columns or some of them
+        # the rows are one source table's (its columns or some of them), with k <= its number of classes
         owners = [d for d in sources if set(frame.columns) <= set(d.features.columns)
                   and any(d.features[frame.columns].iloc[j].equals(frame.iloc[0]) for j in range(len(d.y)))]
         assert owners, f"{name} is no table of the fold's"
