@@ -210,16 +210,13 @@ def dev_derived_origin(name: str) -> tuple[int | None, str]:
     return (None if fold == "all" else int(fold)), source
 
 
-def _dev_fold_table(fold: int):
-    return lambda i: dev_derived_table(i, fold)
-
-
 #: The ranker's table families: each one's tables and the prefix of its record chunks' file names.
 FAMILIES = {"prior": (train_table, "tables"), "shapes": (shape_table, f"shapes-v{SHAPES_VERSION}"),
             "coarse": (coarse_table, f"coarse-v{COARSE_VERSION}"),
             "onemode": (onemode_table, f"onemode-v{ONE_MODE_VERSION}"),
             "dev-derived": (dev_derived_table, f"dev-derived-v{DEV_DERIVED_VERSION}"),
-            **{f"dev-derived-{f}": (_dev_fold_table(f), f"dev-derived-{f}-v{DEV_DERIVED_VERSION}") for f in (0, 1)}}
+            **{f"dev-derived-{f}": (functools.partial(dev_derived_table, fold=f),
+                                    f"dev-derived-{f}-v{DEV_DERIVED_VERSION}") for f in (0, 1)}}
 #: The families a fit may add to the prior's tables (``RankerFitConfig.extra_tables``).
 EXTRA_FAMILIES = ("shapes", "coarse", "onemode", "dev-derived", "dev-derived-0", "dev-derived-1")
 
