@@ -40,11 +40,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from benchmarks.choose_k_rule import SETS  # noqa: E402  (the sets k_rule_records.py records)
+
 K_MAX = 10
 NULLS = ("gaussian", "box")
 READINGS = ("tibshirani", "argmax")
 RULES = tuple(f"gap-{null}-{reading}" for null in NULLS for reading in READINGS)
-SETS = ("prior", "noisy", "one-informative", "coarse", "dev", "shapes")
 CONTEXT_ROWS = 1000
 
 
