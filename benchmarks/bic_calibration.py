@@ -71,7 +71,8 @@ def _work(criterion: str, args: tuple[str, str, int, int, int, int]) -> list[dic
         if X.shape[1] > MAX_WIDTH:
             continue
         k_hi = min(cfg.k_max, len(y) - 1)
-        choice = choose(X, kmeans_starts(X, k_hi), k_hi, criterion=criterion)
+        # the criterion's own K, the one its constants are about (merged tiles keep that K's probability)
+        choice = choose(X, kmeans_starts(X, k_hi), k_hi, criterion=criterion, merge=None)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
         rows.append({"draw": offset, "set": which, "table": name, "rows": X.shape[0], "K": int(len(np.unique(y))),

@@ -109,6 +109,22 @@ AIC3 on fine-grained designs only (proposed after AIC3 split the lattice of a 4-
         shapes coarse-low-d --offset 27000 --variants bic-kmeans-floor-fine aic3-kmeans-floor-fine \
         aic3-fine-kmeans-floor-fine --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-aic3-fine-fresh
 
+Components that tile one cluster merged (:func:`model.low_dim.merge_tiles`; proposed after a probe of shapes
+tables, where BIC cut crescents and rings into 6-10 components; ``-tiles`` on any design, ``-tiles-fine`` only where
+every design column has many values, proposed after ``-tiles`` lost on the first fresh draw's coarse tables, so
+confirmed on a second):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles \
+        bic-kmeans-floor-fine-tiles-fine --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-tiles
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 31000 --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles \
+        bic-kmeans-floor-fine-tiles-fine --baseline bic-kmeans-floor-fine \
+        --out docs/results/choice-low-dim-tiles-fresh
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        shapes coarse-low-d --offset 32000 --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles-fine \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-tiles-fresh2
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -158,9 +174,13 @@ WIDE_VARIANTS = {"bic-net-floor-fine-w6": (6, False), "bic-net-floor-fine-w8": (
 #: after the first two, where the gain of the first sat on such columns)
 ROUTE_VARIANTS = {"bic-fine-else-ranker": (1, 20), "bic-else-ranker-on-levels": (3, 20),
                   "bic-else-ranker-on-4-7-levels": (4, 7)}
+#: variant -> where the shipped path (``bic-kmeans-floor-fine``) then merges components that tile one cluster
+#: (:data:`model.low_dim.MERGES`: "any" design, or only a "fine" one)
+TILE_VARIANTS = {"bic-kmeans-floor-fine-tiles": "any", "bic-kmeans-floor-fine-tiles-fine": "fine"}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
-ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS)
+ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS,
+                *TILE_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
          "shapes": 54, "coarse-low-d": 200}
@@ -171,7 +191,7 @@ DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
     """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
     (K = 2..k_hi) and the ranker's ``k``."""
-    from model.low_dim import bic_choice, converged_em, fine_columns, kmeans_start, resolution_floor
+    from model.low_dim import bic_choice, converged_em, fine_columns, kmeans_start, merge_tiles, resolution_floor
     from model.refinement import full_em
 
     if name == BASELINE:
@@ -182,6 +202,11 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return variant_answer("bic-net" if X.shape[1] <= WIDTH_VARIANTS[name] else BASELINE, X, candidates, k_hi, k)
     if name in ROUTE_VARIANTS:
         return variant_answer(BASELINE if routed_to_ranker(name, X) else "bic-net-floor-fine", X, candidates, k_hi, k)
+    if name in TILE_VARIANTS:
+        choice = bic_choice(X, {kk: [kmeans_start(X, kk)] for kk in range(2, k_hi + 1)}, floor=resolution_floor(X))
+        if TILE_VARIANTS[name] == "any" or fine_columns(X).all():
+            choice = merge_tiles(X, choice)
+        return choice.labels, choice.k
     if name in WIDE_VARIANTS:
         if not wide_takes(name, X):
             raise ValueError(f"{name} does not take a design of {X.shape[1]} columns like this one")

@@ -36,9 +36,11 @@ from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
 from model.low_dim import BicChoice
 from model.low_dim import CRITERION as LOW_DIM_CRITERION
+from model.low_dim import MERGE as LOW_DIM_MERGE
 from model.low_dim import fine_columns
 from model.low_dim import choose as choose_low_dim
 from model.low_dim import kmeans_starts
+from model.tiles import MergedMixture
 from model.latent_class import CategoricalMixture
 from model.latent_class import choose as choose_latent_class
 from model.screening import DEFAULT_SCREEN_NOISE, associated_columns, could_only_split, only_splits
@@ -124,7 +126,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         table of at most 4 preprocessed columns (one-hot codes counted), K and the partition of lowest BIC among
         full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
         ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
-        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``); with ``refine="gmm"`` on a table whose every kept
+        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), where BIC took >= 7 components on many-valued columns
+        those that tile one cluster (a crescent, a ring) merged into it (:mod:`model.tiles`; shapes +0.10 to +0.12 on
+        three draws, ``choice-low-dim-tiles*.md``); with ``refine="gmm"`` on a table whose every kept
         column is categorical or a numeric 0/1 flag, K and the partition of lowest AIC3 among latent class models
         run to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
         "latent-class"``; chosen on development data, ``docs/results/choice-categorical-*.md``).
@@ -258,12 +262,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         Where the BIC chose K (``k_selection_ = "bic"``; ``"latent-class"``: AIC3): its K gets the probability a
         logistic curve in its margin over the runner-up gives, the other K share the rest as a softmax of
         -BIC / (2N) does, both fitted on development data (:func:`model.low_dim.bic_probabilities`,
-        ``docs/results/bic-calibration.md``, ``docs/results/latent-class-calibration.md``).
+        ``docs/results/bic-calibration.md``, ``docs/results/latent-class-calibration.md``); where tiles were merged,
+        the merged K takes the probability BIC's own K had.
         None when K was given or chosen otherwise.
     k_scores_ : dict[int, float]
         The score ``k_selection`` maximised for each K = 2..K_max (the ranker's score, -BIC / (2N), the posterior, or
         expected ARI of each candidate, Lloyd-refined unless ``refine="none"``, under the posterior renormalised
-        over the K allowed; -inf for K >= n_samples and K > ``max_clusters``); computed even when ``n_clusters`` is
+        over the K allowed; -inf for K >= n_samples and K > ``max_clusters``; on the BIC path BIC's, whose best K
+        exceeds ``n_clusters_`` where tiles of one cluster were merged); computed even when ``n_clusters`` is
         given (then the expected ARI in place of the ranker's score, which needs every candidate refined).
     k_selection_ : str
         The rule that chose K (``k_selection`` with ``"auto"`` resolved; ``"given"`` when ``n_clusters`` is set).
@@ -409,6 +415,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (:data:`model.low_dim.CALIBRATION`).
     _low_dim_criterion = LOW_DIM_CRITERION
     _low_dim_criterion_rough = "bic"
+    #: Where that path merges the components that tile one cluster (:data:`model.low_dim.MERGE`); None: BIC's
+    #: components are the clusters, the baseline it was judged against (``choice-low-dim-tiles*.md``).
+    _low_dim_merge = LOW_DIM_MERGE
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -716,7 +725,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             criterion = self._low_dim_criterion
             if criterion != self._low_dim_criterion_rough and (self._cells_filled or not fine_columns(rows).all()):
                 criterion = self._low_dim_criterion_rough
-            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, criterion)
+            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, criterion, merge=self._low_dim_merge)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":
@@ -761,7 +770,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         k = k_auto if self.n_clusters is None else int(self.n_clusters)
         # member j's clusters at K onto member 0's, for the other rows (None: no network, the mixture assigns them)
         self._perms = None if perms is None else perms[:, k - 2, :k]
-        self._centroids: Centroids | DiagonalMixture | FullMixture | None = None if refined is None else refined[k - 2]
+        self._centroids: Centroids | DiagonalMixture | FullMixture | MergedMixture | None = (
+            None if refined is None else refined[k - 2])
         if low_dim is not None:  # the mixture BIC chose
             self._centroids = low_dim.mixture
         elif self.refine == "gmm":  # the chosen candidate, refined again by a Gaussian mixture

@@ -389,7 +389,8 @@ def _k_rule(cfg: EvalConfig) -> str:
     refine = cfg.refine or DEFAULT_REFINE
     resolved = resolve_k_selection(rule, ranker, refine)
     # model.low_dim, model.latent_class
-    few = "; BIC on tables of <= 4 columns, AIC3 of latent classes on tables of categories" if refine == "gmm" else ""
+    few = ("; BIC on tables of <= 4 columns, tiles of one cluster merged, AIC3 of latent classes on tables of "
+           "categories") if refine == "gmm" else ""
     return f"`auto` (the checkpoint's K ranker{few})" if resolved == "ranker" else f"`auto` ({resolved}{few})"
 
 

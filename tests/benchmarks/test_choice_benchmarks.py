@@ -461,12 +461,35 @@ def test_choose_low_dim_aic3_variant_is_the_shipped_path_with_k_by_aic3():
     X = (X - X.mean(0)) / X.std(0)
     candidates = np.stack([np.minimum(y, k - 1) for k in range(2, 11)])  # ignored: both start from k-means++
     for name, criterion in (("bic-kmeans-floor-fine", "bic"), ("aic3-kmeans-floor-fine", "aic3")):
-        want = choose(X, kmeans_starts(X, 6), 6, criterion=criterion)
+        want = choose(X, kmeans_starts(X, 6), 6, criterion=criterion, merge=None)
         labels, k = variant_answer(name, X, candidates, 6, 2)
         assert k == want.k
         np.testing.assert_array_equal(labels, want.labels)
     assert variant_answer("aic3-kmeans-floor-fine", X, candidates, 6, 2)[1] > \
         variant_answer("bic-kmeans-floor-fine", X, candidates, 6, 2)[1]
+
+
+def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_they_say():
+    """``-tiles`` merges the tiles of the BIC path's choice on any design, ``-tiles-fine`` only on a design of
+    many-valued columns, as ``model.low_dim.choose(merge=...)`` does."""
+    from sklearn.datasets import make_moons
+
+    from benchmarks.choose_low_dim import variant_answer
+    from model.low_dim import choose, kmeans_starts
+
+    X, _ = make_moons(800, noise=0.06, random_state=2)
+    X = (X - X.mean(0)) / X.std(0)
+    candidates = np.zeros((9, len(X)), np.int64)  # ignored: every variant here starts from k-means++
+    coarse = X.copy()
+    coarse[:, 1] = np.round(coarse[:, 1] * 4) / 4  # 15 levels
+    base_k = variant_answer("bic-kmeans-floor-fine", X, candidates, 10, 2)[1]
+    for design, modes in ((X, ("any", "fine")), (coarse, ("any", None))):
+        for name, mode in zip(("bic-kmeans-floor-fine-tiles", "bic-kmeans-floor-fine-tiles-fine"), modes):
+            want = choose(design, kmeans_starts(design, 10), 10, merge=mode)
+            labels, k = variant_answer(name, design, candidates, 10, 2)
+            assert k == want.k
+            np.testing.assert_array_equal(labels, want.labels)
+    assert variant_answer("bic-kmeans-floor-fine-tiles-fine", X, candidates, 10, 2)[1] == 2 < base_k
 
 
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():

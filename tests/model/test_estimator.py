@@ -272,6 +272,31 @@ def test_on_few_columns_k_and_the_partition_come_from_the_bic_of_full_covariance
     assert all(p == 0.0 for k, p in capped.k_probabilities_.items() if k > 2)
 
 
+def test_the_bic_path_merges_the_components_that_tile_two_crescents(tiny_checkpoint):
+    """Two crescents in 2 columns: BIC tiles them with many Gaussians; the defaults merge the tiles into the two
+    (model.tiles), report that K with the probability BIC's top choice had, assign new rows by the merged mixture,
+    and still give BIC's own partition at the K it preferred."""
+    from sklearn.datasets import make_moons
+
+    from model.tiles import MergedMixture
+
+    X, y = make_moons(800, noise=0.06, random_state=2)
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(X)
+    tiles = TabClustPFN(checkpoint=tiny_checkpoint)
+    tiles._low_dim_merge = None  # the baseline it was judged against: BIC's components are the clusters
+    tiles.fit(X)
+    k_bic = tiles.n_clusters_
+    assert est.k_selection_ == tiles.k_selection_ == "bic" and k_bic >= 7 and est.n_clusters_ == 2
+    assert adjusted_rand_score(y, est.labels_) > 0.95 > 0.5 > adjusted_rand_score(y, tiles.labels_)
+    assert isinstance(est._centroids, MergedMixture)
+    assert est.k_scores_ == tiles.k_scores_ and max(est.k_scores_, key=est.k_scores_.get) == k_bic
+    assert est.k_probabilities_[2] == tiles.k_probabilities_[k_bic]
+    assert max(est.k_probabilities_, key=est.k_probabilities_.get) == 2
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    np.testing.assert_allclose(est.predict_proba(X), est.probabilities_, atol=1e-6)
+    np.testing.assert_array_equal(est.predict(X, n_clusters=k_bic), tiles.labels_)
+
+
 def test_the_bic_path_runs_no_network_its_answer_is_the_same_under_other_weights(tiny_checkpoint, tmp_path):
     """On the BIC path the mixtures start from k-means++ partitions: another network's weights change nothing,
     no posterior of CIN is reported and no ordering is used; the mixture alone assigns new rows."""

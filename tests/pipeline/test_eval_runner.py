@@ -217,8 +217,9 @@ def test_report_header_names_the_estimator_settings():
     from model.ensemble import DEFAULT_N_ESTIMATORS
     from pipeline.evaluation.runner import _header
 
-    assert ("TabClustPFN: K by `auto` (the checkpoint's K ranker; BIC on tables of <= 4 columns, AIC3 of latent "
-            f"classes on tables of categories), {DEFAULT_N_ESTIMATORS} column ordering(s) averaged"
+    assert ("TabClustPFN: K by `auto` (the checkpoint's K ranker; BIC on tables of <= 4 columns, tiles of one "
+            "cluster merged, AIC3 of latent classes on tables of categories), "
+            f"{DEFAULT_N_ESTIMATORS} column ordering(s) averaged"
             in "\n".join(_header(EvalConfig(), 3, 2, 1.0, 2)))  # the shipped checkpoint carries a ranker
     assert "K by `auto` (expected_ari), " in "\n".join(_header(EvalConfig(refine="none"), 3, 2, 1.0, 2))
     assert "K by `auto` (the checkpoint's K ranker), " in "\n".join(_header(EvalConfig(refine="kmeans"), 3, 2, 1.0, 2))
