@@ -25,8 +25,10 @@ Each is reported with today's constants (``model.low_dim``: ``TEMPERATURE``, ``T
 with those fitted here, on that draw and on a fresh one (``--fresh-offset``): how often the chosen K is the labelled
 one, the mean probability given to it, the expected calibration error of that top choice (10 bins), the mean
 log-likelihood of the labelled K, how often the smallest set of K holding 80 % of the probability holds the labelled
-K, and its size. Writes ``OUT.md`` and ``OUT.csv`` (one row per table: its draw, set, rows, labelled K, chosen K and
--BIC / (2N) per K).
+K, and its size. The estimator's answers merge the tiles of one cluster (:func:`model.low_dim.merge_tiles`), whose
+K takes the probability of the criterion's K: ``top + softmax, tiles merged`` reports those answers (today's
+constants). Writes ``OUT.md`` and ``OUT.csv`` (one row per table: its draw, set, rows, labelled K, chosen K, the
+answer's K with tiles merged and -BIC / (2N) per K).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bic_calibration.py --path latent-class --fresh-offset 21000
 
@@ -58,7 +60,7 @@ def _work(criterion: str, args: tuple[str, str, int, int, int, int]) -> list[dic
     checkpoint, which, n, start, stop, offset = args
     from benchmarks.choose_checkpoint import tables
     from model.checkpoint import load_checkpoint
-    from model.low_dim import MAX_WIDTH, choose, kmeans_starts
+    from model.low_dim import MAX_WIDTH, choose, kmeans_starts, merged_where
     from pipeline.k_ranker_fit import table_design
 
     cfg = load_checkpoint(checkpoint)[0].cfg
@@ -71,12 +73,13 @@ def _work(criterion: str, args: tuple[str, str, int, int, int, int]) -> list[dic
         if X.shape[1] > MAX_WIDTH:
             continue
         k_hi = min(cfg.k_max, len(y) - 1)
-        # the criterion's own K, the one its constants are about (merged tiles keep that K's probability)
+        # the criterion's own K, the one its constants are about; the estimator's answer merges its tiles
         choice = choose(X, kmeans_starts(X, k_hi), k_hi, criterion=criterion, merge=None)
+        merged = merged_where(X, choice)
         scores = np.full(c_max, -np.inf)
         scores[choice.ks - 2] = choice.scores
         rows.append({"draw": offset, "set": which, "table": name, "rows": X.shape[0], "K": int(len(np.unique(y))),
-                     "k": choice.k,
+                     "k": choice.k, "k_merged": merged.k,
                      **{f"score_{k}": float(scores[k - 2]) for k in range(2, c_max + 2)}})
     return rows
 
@@ -123,15 +126,22 @@ def probabilities(df: pd.DataFrame, temperature: float, top: tuple[float, float]
     return bic_probabilities(scores, df["rows"].to_numpy(float), temperature, *top)
 
 
-def summary(df: pd.DataFrame, temperature: float, top: tuple[float, float] | None = None) -> dict[str, float]:
-    """The probabilities over K (:func:`probabilities`) against the labelled K of ``df``'s tables."""
+def summary(df: pd.DataFrame, temperature: float, top: tuple[float, float] | None = None,
+            merged: bool = False) -> dict[str, float]:
+    """The probabilities over K (:func:`probabilities`) against the labelled K of ``df``'s tables; ``merged``: of
+    the estimator's answers, whose K is ``k_merged`` (tiles of one cluster merged), which takes the probability of
+    the criterion's K (:func:`model.low_dim.merge_tiles`)."""
     from model.k_ranker import top_choice_ece
 
     p = probabilities(df, temperature, top)
+    k = (df["k_merged"] if merged else df["k"]).to_numpy()
+    if merged:
+        rows, own = np.arange(len(p)), df["k"].to_numpy() - 2
+        p[rows, own], p[rows, k - 2] = p[rows, k - 2], p[rows, own].copy()
     idx = df["K"].to_numpy() - 2
     inside = (idx >= 0) & (idx < p.shape[1])
     true_p = np.where(inside, p[np.arange(len(p)), np.clip(idx, 0, p.shape[1] - 1)], 0.0)
-    right = (df["k"] == df["K"]).to_numpy()
+    right = k == df["K"].to_numpy()
     top_p = p.max(1)
     log_true = float(np.log(np.clip(true_p, 1e-300, 1.0)).mean())
     order = np.argsort(-p, 1, kind="stable")
@@ -190,6 +200,8 @@ def main(argv=None) -> None:
               ("top + softmax", "today's", TEMPERATURE, (TOP_INTERCEPT, TOP_SLOPE)),
               ("top + softmax", "fitted", TEMPERATURE, fitted_top),
               ("top + softmax", "fitted, its own temperature", rest, fitted_top)]
+    if "k_merged" in df:  # the estimator's answers: tiles of one cluster merged, today's constants
+        models.append(("top + softmax, tiles merged", "today's", TEMPERATURE, (TOP_INTERCEPT, TOP_SLOPE)))
     keys = ("tables", "top K right", "its mean probability", "ECE", "mean log p(labelled K)", "80 % set holds K",
             "80 % set size")
     lines = ["| draw | set | model | constants | " + " | ".join(keys) + " |", "|---|---|---|---|" + "---|" * len(keys)]
@@ -197,7 +209,7 @@ def main(argv=None) -> None:
         label = "fit" if offset == 0 else f"fresh (offset {offset})"
         for which, part in [("all", draw), *draw.groupby("set", sort=False)]:
             for model, which_constants, t, top in models:
-                s = summary(part, t, top)
+                s = summary(part, t, top, merged=model.endswith("merged"))
                 values = [f"{s[k]:.3f}" if k != "tables" else str(s[k]) for k in keys]
                 lines.append(f"| {label} | {which} | {model} | {which_constants} | " + " | ".join(values) + " |")
     given = sys.argv[1:] if argv is None else list(argv)

@@ -191,7 +191,7 @@ DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
     """(labels, K) of variant ``name`` on the design rows ``X`` given the network's Lloyd-refined ``candidates``
     (K = 2..k_hi) and the ranker's ``k``."""
-    from model.low_dim import bic_choice, converged_em, fine_columns, kmeans_start, merge_tiles, resolution_floor
+    from model.low_dim import bic_choice, converged_em, fine_columns, kmeans_start, merged_where, resolution_floor
     from model.refinement import full_em
 
     if name == BASELINE:
@@ -204,8 +204,7 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return variant_answer(BASELINE if routed_to_ranker(name, X) else "bic-net-floor-fine", X, candidates, k_hi, k)
     if name in TILE_VARIANTS:
         choice = bic_choice(X, {kk: [kmeans_start(X, kk)] for kk in range(2, k_hi + 1)}, floor=resolution_floor(X))
-        if TILE_VARIANTS[name] == "any" or fine_columns(X).all():
-            choice = merge_tiles(X, choice)
+        choice = merged_where(X, choice, TILE_VARIANTS[name])
         return choice.labels, choice.k
     if name in WIDE_VARIANTS:
         if not wide_takes(name, X):

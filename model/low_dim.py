@@ -294,10 +294,18 @@ def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int, criterion: str = CR
         raise ValueError(f"the BIC path serves designs of at most {MAX_WIDTH} columns, got {X.shape[1]}")
     if criterion not in PENALTIES:
         raise ValueError(f"criterion must be one of {sorted(PENALTIES)}, got {criterion!r}")
-    if merge not in MERGES:
+    if merge not in MERGES:  # refused before the mixtures are fitted
         raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
     choice = bic_choice(X, {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}, floor=resolution_floor(X),
                         criterion=criterion)
+    return merged_where(X, choice, merge)
+
+
+def merged_where(X: np.ndarray, choice: BicChoice, merge: str | None = MERGE) -> BicChoice:
+    """``choice`` on the design rows ``X`` with its tiles merged (:func:`merge_tiles`) where ``merge``
+    (:data:`MERGE`) says so, else ``choice`` itself."""
+    if merge not in MERGES:
+        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
     if merge == "any" or (merge == "fine" and fine_columns(X).all()):
         return merge_tiles(X, choice)
     return choice
