@@ -49,6 +49,8 @@ def valley_ratios(rows: np.ndarray, mixture: FullMixture, a: int, b: int) -> tup
     two projected Gaussians, weighted by their mixing proportions, each widened by h^2 as the kernel widens the rows."""
     cov = mixture.cholesky @ np.swapaxes(mixture.cholesky, 1, 2)
     direction = np.linalg.solve(cov[a] + cov[b], mixture.means[a] - mixture.means[b])
+    if not np.linalg.norm(direction) > 0:  # one mean: no direction to read a valley along
+        return 1.0, 1.0
     direction /= np.linalg.norm(direction)
     t = rows @ direction
     centres = mixture.means[[a, b]] @ direction
@@ -70,9 +72,9 @@ def valley_ratios(rows: np.ndarray, mixture: FullMixture, a: int, b: int) -> tup
 def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_components: int = MIN_COMPONENTS,
                 min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL) -> np.ndarray:
     """The cluster (0..G-1) of each of the mixture's components, components that tile one cluster merged (module
-    docstring): ``X`` (n, P) the rows the mixture was fitted to, ``labels`` (n,) their components. Components that
-    take no row join the first cluster (they take none there either). Fewer than ``min_components`` components
-    that take rows: each its own cluster."""
+    docstring): ``X`` (n, P) the rows the mixture was fitted to, ``labels`` (n,) their components. A component that
+    takes no row belongs to no cluster (-1), as the estimator drops an emptied component. Fewer than
+    ``min_components`` components that take rows: each its own cluster."""
     k = len(mixture.means)
     live = [c for c in range(k) if np.isfinite(mixture.log_weights[c]) and (labels == c).any()]
     groups = np.arange(k)
@@ -106,18 +108,17 @@ def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_com
 
 
 def _numbered(groups: np.ndarray, live: list[int]) -> np.ndarray:
-    """``groups`` renumbered 0..G-1 in the order of their smallest live component; components not in ``live`` to
-    cluster 0."""
+    """``groups`` renumbered 0..G-1 in the order of their smallest live component; components not in ``live``: -1."""
     roots = sorted({int(groups[c]) for c in live})
     number = {r: i for i, r in enumerate(roots)}
-    return np.array([number.get(int(g), 0) if c in live else 0 for c, g in enumerate(groups)], dtype=np.int64)
+    return np.array([number[int(g)] if c in live else -1 for c, g in enumerate(groups)], dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class MergedMixture(_Mixture):
     """A full-covariance mixture whose components are grouped into clusters (``groups`` (components,), values
-    0..G-1): a row's probability of a cluster is the sum over its components, so rows go to the cluster of their
-    most probable group, not component."""
+    0..G-1; -1: a component of no cluster, left out): a row's probability of a cluster is the sum over its
+    components, so rows go to the cluster of their most probable group, not component."""
 
     mixture: FullMixture
     groups: np.ndarray

@@ -80,6 +80,21 @@ def test_fewer_components_than_the_gate_stay_each_a_cluster():
     assert ungated.max() + 1 == 2 and adjusted_rand_score(y, ungated[labels]) > 0.95
 
 
+def test_a_component_that_takes_no_row_belongs_to_no_cluster():
+    """As the estimator drops an emptied component, a merged mixture leaves one out: its posterior goes to none."""
+    X, y, labels, mixture = _tiled_moons(8)
+    emptied = labels.copy()
+    emptied[emptied == 7] = 6  # component 7 keeps its weight but no row
+    groups = tile_groups(X, mixture, emptied)
+    clusters = int(groups.max()) + 1
+    assert groups[7] == -1 and set(groups[:7]) == set(range(clusters)) and clusters >= 2
+    merged = MergedMixture(mixture, groups)
+    post = mixture.probabilities(X)[:, :7]
+    want = np.stack([post[:, groups[:7] == g].sum(1) for g in range(clusters)], 1)
+    np.testing.assert_allclose(merged.probabilities(X), want / want.sum(1, keepdims=True), atol=1e-10)
+    assert merged.means.shape == (clusters, 2)
+
+
 def test_a_merged_mixtures_clusters_hold_the_sum_of_their_components_posteriors():
     X, _, _, mixture = _tiled_moons(8)
     groups = np.array([0, 1, 1, 2, 0, 2, 1, 0])
