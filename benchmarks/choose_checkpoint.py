@@ -73,6 +73,10 @@ DEV_GAPS = "dev-gaps"
 #: sometimes some of its columns), the two folds in turn; tables of one source are alike, so their standard errors
 #: are taken over the sources; only where a benchmark asks for it.
 DEV_DERIVED = "dev-derived"
+#: ``many-blobs`` (added 2026-12-07, for merging the BIC path's tiles, ``benchmarks/choose_low_dim.py``): 7-10
+#: Gaussian blobs in 2-3 features (``benchmarks.shapes.many_blobs_frame``), where touching blobs must stay apart;
+#: only where a benchmark asks for it.
+MANY_BLOBS = "many-blobs"
 
 
 def dev_gap_tables():
@@ -179,6 +183,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
             raise ValueError("the dev suite has no fresh draw: offset must be 0 for it")
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
+        return
+    if which == MANY_BLOBS:
+        from benchmarks.shapes import many_blobs_frame
+
+        for i in range(offset, offset + n_tasks):
+            yield many_blobs_frame(i)
         return
     if which == DEV_DERIVED:
         from pipeline.k_ranker_fit import dev_derived_table

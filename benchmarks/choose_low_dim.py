@@ -125,6 +125,20 @@ confirmed on a second):
         shapes coarse-low-d --offset 32000 --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles-fine \
         --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-tiles-fresh2
 
+The first two merged touching blobs of the ``many-blobs`` set (7-10 Gaussian blobs in 2-3 columns, added after them);
+stricter thresholds (``-strict``: rows' valley ratio >= 0.95, fill >= 0.1; proposed after its first draw, so judged
+on two fresh ones too; other sets: its merges are a subset of ``-tiles-fine``'s, which moved none there):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set low-d mid-d dev shapes coarse-low-d many-blobs \
+        --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles-fine bic-kmeans-floor-fine-tiles-fine-strict \
+        --baseline bic-kmeans-floor-fine --out docs/results/choice-low-dim-tiles-blobs
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set low-d mid-d shapes coarse-low-d many-blobs \
+        --offset 31000 --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles-fine \
+        bic-kmeans-floor-fine-tiles-fine-strict --baseline bic-kmeans-floor-fine \
+        --out docs/results/choice-low-dim-tiles-blobs-fresh
+
+and the same at ``--offset 32000`` (``choice-low-dim-tiles-blobs-fresh2``).
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -174,18 +188,23 @@ WIDE_VARIANTS = {"bic-net-floor-fine-w6": (6, False), "bic-net-floor-fine-w8": (
 #: after the first two, where the gain of the first sat on such columns)
 ROUTE_VARIANTS = {"bic-fine-else-ranker": (1, 20), "bic-else-ranker-on-levels": (3, 20),
                   "bic-else-ranker-on-4-7-levels": (4, 7)}
-#: variant -> where the shipped path (``bic-kmeans-floor-fine``) then merges components that tile one cluster
-#: (:data:`model.low_dim.MERGES`: "any" design, or only a "fine" one)
-TILE_VARIANTS = {"bic-kmeans-floor-fine-tiles": "any", "bic-kmeans-floor-fine-tiles-fine": "fine"}
+#: variant -> (where the path without merging (``bic-kmeans-floor-fine``) then merges components that tile one
+#: cluster, :data:`model.low_dim.MERGES`: "any" design, or only a "fine" one; the thresholds of
+#: :func:`model.tiles.tile_groups`: 0.85 / 0.05 first, 0.95 / 0.1 (``-strict``, shipped) after those merged touching
+#: blobs)
+TILE_VARIANTS = {"bic-kmeans-floor-fine-tiles": ("any", {"min_ratio": 0.85, "min_fill": 0.05}),
+                 "bic-kmeans-floor-fine-tiles-fine": ("fine", {"min_ratio": 0.85, "min_fill": 0.05}),
+                 "bic-kmeans-floor-fine-tiles-fine-strict": ("fine", {"min_ratio": 0.95, "min_fill": 0.1})}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
 ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS,
                 *TILE_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
-         "shapes": 54, "coarse-low-d": 200}
-#: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03, asked for by name)
-DEFAULT_SETS = [name for name in SIZES if name != "coarse-low-d"]
+         "shapes": 54, "coarse-low-d": 200, "many-blobs": 100}
+#: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03) and ``many-blobs`` (2026-12-07), asked for
+#: by name
+DEFAULT_SETS = [name for name in SIZES if name not in ("coarse-low-d", "many-blobs")]
 
 
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:
@@ -204,7 +223,8 @@ def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, 
         return variant_answer(BASELINE if routed_to_ranker(name, X) else "bic-net-floor-fine", X, candidates, k_hi, k)
     if name in TILE_VARIANTS:
         choice = bic_choice(X, {kk: [kmeans_start(X, kk)] for kk in range(2, k_hi + 1)}, floor=resolution_floor(X))
-        choice = merged_where(X, choice, TILE_VARIANTS[name])
+        merge, thresholds = TILE_VARIANTS[name]
+        choice = merged_where(X, choice, merge, **thresholds)
         return choice.labels, choice.k
     if name in WIDE_VARIANTS:
         if not wide_takes(name, X):

@@ -61,6 +61,18 @@ def shape_frame(kind: str, n: int, seed: int) -> tuple[str, pd.DataFrame, np.nda
     return f"{kind}_n{n}_s{seed}", pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x"), np.asarray(y, np.int64)
 
 
+def many_blobs_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """Table ``i`` of the ``many-blobs`` development set (``benchmarks/choose_checkpoint.py``): 7-10 isotropic Gaussian
+    blobs of standard deviations U(0.5, 1.5) in 2-3 features, N in {300, 600, 1000}, seeded by ``i``; the many-cluster
+    Gaussian tables of few columns (BIC fits them many components) that the shapes' ``blobs`` (3-6) lack."""
+    from sklearn.datasets import make_blobs
+
+    rng = np.random.default_rng(i)
+    k, d, n = int(rng.integers(7, 11)), int(rng.integers(2, 4)), int(rng.choice(SIZES))
+    X, y = make_blobs(n, n_features=d, centers=k, cluster_std=rng.uniform(0.5, 1.5, k), random_state=i)
+    return f"many-blobs_{i}", pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x"), np.asarray(y, np.int64)
+
+
 def shape_frames(n_tables: int, offset: int = 0):
     """Tables ``offset .. offset + n_tables - 1`` of the set in a fixed order: seed by seed, each seed every kind at
     every size (so the first ``3 * len(KINDS) * len(SIZES)`` are those ``write_set(seeds=3)`` writes; an offset

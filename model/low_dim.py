@@ -31,8 +31,8 @@ everywhere lost on coarse tables. AIC3 against BIC (``choice-low-dim-aic3*.md``)
 +- 0.007 / -0.003 +- 0.003 (1-3 better, 7-8 worse on each draw): a loss on the third draw, and where cells were
 filled or a column had few levels it split them (``*-gaps.md``; issue 28's lattice of 1-5 scores), so BIC stays.
 Where BIC takes many components on a design of many-valued columns, those that tile one cluster (a crescent, a ring)
-are then merged into it (:func:`merge_tiles`, :mod:`model.tiles`): cluster shapes +0.104 to +0.118 on three draws,
-no set lost (``choice-low-dim-tiles*.md``)."""
+are then merged into it (:func:`merge_tiles`, :mod:`model.tiles`): cluster shapes +0.018 to +0.022 on three draws,
+no set lost (``choice-low-dim-tiles-blobs*.md``)."""
 
 from __future__ import annotations
 
@@ -266,12 +266,13 @@ MERGE = "fine"
 MERGES = (None, "any", "fine")
 
 
-def merge_tiles(X: np.ndarray, choice: BicChoice) -> BicChoice:
+def merge_tiles(X: np.ndarray, choice: BicChoice, **thresholds: float) -> BicChoice:
     """``choice`` with the components that tile one cluster merged into it (:func:`model.tiles.tile_groups` on the
     rows ``X`` it was fitted to): K the clusters, the partition and the mixture (:class:`model.tiles.MergedMixture`)
     theirs. The merged K takes the probability the components' K had (the top choice's); BIC's scores and its
-    mixtures at every K stay as they were. ``choice`` itself where nothing merges."""
-    groups = tile_groups(X, choice.mixture, choice.labels)
+    mixtures at every K stay as they were. ``choice`` itself where nothing merges. ``thresholds``: ``min_ratio`` and
+    ``min_fill`` of :func:`model.tiles.tile_groups` other than its defaults."""
+    groups = tile_groups(X, choice.mixture, choice.labels, **thresholds)
     live = np.unique(choice.labels)
     k = int(groups[live].max()) + 1
     if k == len(live):
@@ -301,11 +302,11 @@ def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int, criterion: str = CR
     return merged_where(X, choice, merge)
 
 
-def merged_where(X: np.ndarray, choice: BicChoice, merge: str | None = MERGE) -> BicChoice:
-    """``choice`` on the design rows ``X`` with its tiles merged (:func:`merge_tiles`) where ``merge``
-    (:data:`MERGE`) says so, else ``choice`` itself."""
+def merged_where(X: np.ndarray, choice: BicChoice, merge: str | None = MERGE, **thresholds: float) -> BicChoice:
+    """``choice`` on the design rows ``X`` with its tiles merged (:func:`merge_tiles`, ``thresholds`` passed on) where
+    ``merge`` (:data:`MERGE`) says so, else ``choice`` itself."""
     if merge not in MERGES:
         raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
     if merge == "any" or (merge == "fine" and fine_columns(X).all()):
-        return merge_tiles(X, choice)
+        return merge_tiles(X, choice, **thresholds)
     return choice

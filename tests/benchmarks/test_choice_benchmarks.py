@@ -471,11 +471,11 @@ def test_choose_low_dim_aic3_variant_is_the_shipped_path_with_k_by_aic3():
 
 def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_they_say():
     """``-tiles`` merges the tiles of the BIC path's choice on any design, ``-tiles-fine`` only on a design of
-    many-valued columns, as ``model.low_dim.choose(merge=...)`` does."""
+    many-valued columns, both at the first thresholds; ``-strict`` is the shipped path (``model.low_dim.choose``)."""
     from sklearn.datasets import make_moons
 
     from benchmarks.choose_low_dim import variant_answer
-    from model.low_dim import choose, kmeans_starts
+    from model.low_dim import choose, kmeans_starts, merged_where
 
     X, _ = make_moons(800, noise=0.06, random_state=2)
     X = (X - X.mean(0)) / X.std(0)
@@ -485,11 +485,28 @@ def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_t
     base_k = variant_answer("bic-kmeans-floor-fine", X, candidates, 10, 2)[1]
     for design, modes in ((X, ("any", "fine")), (coarse, ("any", None))):
         for name, mode in zip(("bic-kmeans-floor-fine-tiles", "bic-kmeans-floor-fine-tiles-fine"), modes):
-            want = choose(design, kmeans_starts(design, 10), 10, merge=mode)
+            bic = choose(design, kmeans_starts(design, 10), 10, merge=None)  # those two: the first thresholds
+            want = merged_where(design, bic, mode, min_ratio=0.85, min_fill=0.05)
             labels, k = variant_answer(name, design, candidates, 10, 2)
             assert k == want.k
             np.testing.assert_array_equal(labels, want.labels)
     assert variant_answer("bic-kmeans-floor-fine-tiles-fine", X, candidates, 10, 2)[1] == 2 < base_k
+    strict = variant_answer("bic-kmeans-floor-fine-tiles-fine-strict", X, candidates, 10, 2)  # the shipped one
+    want = choose(X, kmeans_starts(X, 10), 10)
+    assert 2 < strict[1] == want.k < base_k
+    np.testing.assert_array_equal(strict[0], want.labels)
+
+
+def test_the_many_blobs_set_draws_7_to_10_gaussian_blobs_in_2_to_3_columns_and_fresh_ones_from_an_offset():
+    from benchmarks.choose_checkpoint import tables
+
+    first = list(tables("many-blobs", 6))
+    assert [name for name, _, _ in first] == [f"many-blobs_{i}" for i in range(6)]
+    for _, frame, y in first:
+        assert 2 <= frame.shape[1] <= 3 and len(frame) in (300, 600, 1000) and 7 <= len(np.unique(y)) <= 10
+    again = list(tables("many-blobs", 2, offset=4))
+    np.testing.assert_array_equal(again[0][1].to_numpy(), first[4][1].to_numpy())
+    assert [name for name, _, _ in tables("many-blobs", 2, offset=31000)] == ["many-blobs_31000", "many-blobs_31001"]
 
 
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():
