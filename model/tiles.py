@@ -12,8 +12,8 @@ pair's fitted mixture smoothed by the same kernel, each as the lowest density be
 the densities at the means (1: no valley). A pair is one cluster where the rows' ratio is at least
 :data:`MIN_RATIO` and exceeds the fitted pair's by at least :data:`MIN_FILL`; such pairs merge transitively,
 strongest fill first, never into fewer than two clusters (:func:`tile_groups`). Only where BIC chose at least
-:data:`MIN_COMPONENTS` components: on the development sets' 2-4-column prior tables BIC's components are the
-labelled clusters or fewer, and every merge there was a loss; the shapes it tiles take many.
+:data:`MIN_COMPONENTS` components (a gate from the same probe): on 2-3-column prior tables BIC's K is mostly below
+the labelled K, so a merge there costs, while the shapes it tiles take many components.
 
 Chosen on development data (``benchmarks/choose_low_dim.py``, ``docs/results/choice-low-dim-tiles*.md``). Looser
 thresholds (0.85, 0.05; from a probe of the first draw's shapes and 2-3-column prior tables) merged more: shapes
