@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from model.refinement import FullMixture, _Mixture
 
@@ -50,7 +51,8 @@ def valley_ratios(rows: np.ndarray, mixture: FullMixture, a: int, b: int) -> tup
     (mu_a - mu_b); each ratio is the lowest density between the two projected means over the lower of the densities
     at them, at most 1. The rows' density is a Gaussian kernel density (Silverman's bandwidth h); the pair's is its
     two projected Gaussians, weighted by their mixing proportions, each widened by h^2 as the kernel widens the rows."""
-    cov = mixture.cholesky @ np.swapaxes(mixture.cholesky, 1, 2)
+    chol = mixture.cholesky[[a, b]]
+    cov = dict(zip((a, b), chol @ np.swapaxes(chol, 1, 2)))  # the pair's covariances only
     direction = np.linalg.solve(cov[a] + cov[b], mixture.means[a] - mixture.means[b])
     if not np.linalg.norm(direction) > 0:  # one mean: no direction to read a valley along
         return 1.0, 1.0
@@ -141,10 +143,4 @@ class MergedMixture(_Mixture):
     def log_joint(self, X: np.ndarray) -> np.ndarray:
         """(n, G): log p(row, cluster), the components' joints summed within each cluster."""
         joint = self.mixture.log_joint(X)
-        out = np.full((len(X), int(self.groups.max()) + 1), -np.inf)
-        for g in range(out.shape[1]):
-            part = joint[:, self.groups == g]
-            top = part.max(1)
-            finite = np.isfinite(top)
-            out[finite, g] = top[finite] + np.log(np.exp(part[finite] - top[finite, None]).sum(1))
-        return out
+        return np.stack([logsumexp(joint[:, self.groups == g], axis=1) for g in range(int(self.groups.max()) + 1)], 1)
