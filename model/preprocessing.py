@@ -167,6 +167,10 @@ def as_frame(X: Any) -> pd.DataFrame:
         raise ValueError(f"empty table: X has 0 rows (shape={frame.shape}); pass at least one row (fit needs 2).")
     if frame.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
+    if not frame.columns.is_unique:
+        twice = list(dict.fromkeys(frame.columns[frame.columns.duplicated()]))
+        raise ValueError(f"column names {twice} occur more than once; a fitted model tells columns by name, so give "
+                         "each its own (e.g. frame.columns = [f'{c}_{i}' for i, c in enumerate(frame.columns)]).")
     return frame
 
 

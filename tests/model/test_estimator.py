@@ -170,6 +170,7 @@ def test_max_clusters_leaves_a_given_n_clusters_alone(tiny_checkpoint):
         (np.array([[1.0, np.nan], [2.0, np.nan], [2.0, np.nan]]), {}, None),  # fine: NaN column dropped
         (np.array([[np.nan, 1.0], [np.nan, 1.0], [np.nan, 1.0]]), {}, "no usable column"),
         (pd.DataFrame({"age": np.array([3.0, "low", 5.0], dtype=object)}), {}, "'age'.*non-numeric"),
+        (pd.DataFrame(_blobs(d=2), columns=["x", "x"]), {}, r"column names \['x'\] occur more than once"),
         (_blobs(), {"n_clusters": 1}, r"n_clusters=1 is outside 2\.\.10"),
         (_blobs(), {"n_clusters": K_MAX + 1}, r"n_clusters=11 is outside 2\.\.10"),
         (_blobs()[:3], {"n_clusters": 3}, r"smaller than the number of rows \(n_samples=3\)"),
