@@ -77,6 +77,10 @@ DEV_DERIVED = "dev-derived"
 #: Gaussian blobs in 2-3 features (``benchmarks.shapes.many_blobs_frame``), where touching blobs must stay apart;
 #: only where a benchmark asks for it.
 MANY_BLOBS = "many-blobs"
+#: ``many-ellipses`` (added 2026-12-07, after the tiles' chain rule was chosen, as a check of it): 7-10 Gaussian
+#: clusters of random covariance in 2-3 features (``benchmarks.shapes.many_ellipses_frame``); only where a benchmark
+#: asks for it.
+MANY_ELLIPSES = "many-ellipses"
 
 
 def dev_gap_tables():
@@ -184,11 +188,12 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
         return
-    if which == MANY_BLOBS:
-        from benchmarks.shapes import many_blobs_frame
+    if which in (MANY_BLOBS, MANY_ELLIPSES):
+        from benchmarks.shapes import many_blobs_frame, many_ellipses_frame
 
+        frame = many_blobs_frame if which == MANY_BLOBS else many_ellipses_frame
         for i in range(offset, offset + n_tasks):
-            yield many_blobs_frame(i)
+            yield frame(i)
         return
     if which == DEV_DERIVED:
         from pipeline.k_ranker_fit import dev_derived_table
@@ -215,9 +220,9 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         return
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
             and which not in NOISE_COLUMNS and which != CATEGORICAL_CROSS:
-        raise ValueError(f"unknown set {which!r}: choose from {', '.join(SETS)}, mid-d, coarse-low-d, "
-                         f"{', '.join(NOISE_COLUMNS)}, {CATEGORICAL_CROSS}, {ALL_CATEGORICAL}, "
-                         f"{ALL_CATEGORICAL_FLAGS}")
+        known = [*SETS, *FEW_COLUMNS, *COARSE_FEW_COLUMNS, *NOISE_COLUMNS, CATEGORICAL_CROSS, ALL_CATEGORICAL,
+                 ALL_CATEGORICAL_FLAGS, DEV_GAPS, DEV_DERIVED, MANY_BLOBS, MANY_ELLIPSES]
+        raise ValueError(f"unknown set {which!r}: choose from {', '.join(dict.fromkeys(known))}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
     if which in FEW_COLUMNS:

@@ -139,6 +139,19 @@ on two fresh ones too; other sets: its merges are a subset of ``-tiles-fine``'s,
 
 and the same at ``--offset 32000`` (``choice-low-dim-tiles-blobs-fresh2``).
 
+Qualifying pairs come in chains on the shapes' tiles and alone between blobs (``benchmarks/tile_pairs.py``,
+``docs/results/tile-pairs.md``, first draws); so the first thresholds again, merging only where at least 3 pairs
+qualify (``-chain3``; proposed after the first draw, judged against ``-strict`` on it and two fresh ones), and, as a
+check added after the choice, on the ``many-ellipses`` set (7-10 Gaussian clusters of random covariance):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim.py --set prior noisy one-informative coarse low-d mid-d \
+        dev shapes coarse-low-d many-blobs --variants bic-kmeans-floor-fine bic-kmeans-floor-fine-tiles-fine-strict \
+        bic-kmeans-floor-fine-tiles-fine-chain3 --baseline bic-kmeans-floor-fine-tiles-fine-strict \
+        --out docs/results/choice-low-dim-tiles-chain
+
+then without ``dev`` at ``--offset 33000`` and ``34000`` (``-chain-fresh``, ``-chain-fresh2``), and ``--set
+many-ellipses`` at ``--offset 0``, ``33000`` and ``34000`` (``-chain-ellipses``, ``-fresh``, ``-fresh2``).
+
 Per set each variant against the baseline (``default`` unless ``--baseline``) table by table: paired mean ARI
 difference +- standard error, tables better / worse, and the mean |K^ - K|. The protocol (docs/DESIGN.md): a
 variant qualifies when it gains beyond two standard errors on a set and loses beyond one on none; of those that
@@ -190,21 +203,25 @@ ROUTE_VARIANTS = {"bic-fine-else-ranker": (1, 20), "bic-else-ranker-on-levels": 
                   "bic-else-ranker-on-4-7-levels": (4, 7)}
 #: variant -> (where the path without merging (``bic-kmeans-floor-fine``) then merges components that tile one
 #: cluster, :data:`model.low_dim.MERGES`: "any" design, or only a "fine" one; the thresholds of
-#: :func:`model.tiles.tile_groups`: 0.85 / 0.05 first, 0.95 / 0.1 (``-strict``, shipped) after those merged touching
-#: blobs)
-TILE_VARIANTS = {"bic-kmeans-floor-fine-tiles": ("any", {"min_ratio": 0.85, "min_fill": 0.05}),
-                 "bic-kmeans-floor-fine-tiles-fine": ("fine", {"min_ratio": 0.85, "min_fill": 0.05}),
-                 "bic-kmeans-floor-fine-tiles-fine-strict": ("fine", {"min_ratio": 0.95, "min_fill": 0.1})}
+#: :func:`model.tiles.tile_groups`: 0.85 / 0.05 first, 0.95 / 0.1 (``-strict``) after those merged touching blobs,
+#: 0.85 / 0.05 again where at least 3 pairs qualify (``-chain3``, shipped) after those pairs were seen to come in chains
+#: on shapes and alone between blobs)
+TILE_VARIANTS = {"bic-kmeans-floor-fine-tiles": ("any", {"min_ratio": 0.85, "min_fill": 0.05, "min_pairs": 1}),
+                 "bic-kmeans-floor-fine-tiles-fine": ("fine", {"min_ratio": 0.85, "min_fill": 0.05, "min_pairs": 1}),
+                 "bic-kmeans-floor-fine-tiles-fine-strict": ("fine", {"min_ratio": 0.95, "min_fill": 0.1,
+                                                                       "min_pairs": 1}),
+                 "bic-kmeans-floor-fine-tiles-fine-chain3": ("fine", {"min_ratio": 0.85, "min_fill": 0.05,
+                                                                       "min_pairs": 3})}
 #: the variants of the first choice (``--variants``' default); the later ones are asked for by name
 VARIANTS = (BASELINE, "converged", *list(BIC_VARIANTS)[:4], *WIDTH_VARIANTS)
 ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VARIANTS, *ROUTE_VARIANTS,
                 *TILE_VARIANTS)
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
-         "shapes": 54, "coarse-low-d": 200, "many-blobs": 100}
+         "shapes": 54, "coarse-low-d": 200, "many-blobs": 100, "many-ellipses": 100}
 #: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03) and ``many-blobs`` (2026-12-07), asked for
 #: by name
-DEFAULT_SETS = [name for name in SIZES if name not in ("coarse-low-d", "many-blobs")]
+DEFAULT_SETS = [name for name in SIZES if name not in ("coarse-low-d", "many-blobs", "many-ellipses")]
 
 
 def variant_answer(name: str, X: np.ndarray, candidates: np.ndarray, k_hi: int, k: int) -> tuple[np.ndarray, int]:

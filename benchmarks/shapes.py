@@ -73,6 +73,20 @@ def many_blobs_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
     return f"many-blobs_{i}", pd.DataFrame(np.asarray(X, np.float64)).add_prefix("x"), np.asarray(y, np.int64)
 
 
+def many_ellipses_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """Table ``i`` of the ``many-ellipses`` development set (``benchmarks/choose_checkpoint.py``): 7-10 Gaussian
+    clusters in 2-3 features, each the image of a standard normal under its own random linear map (entries N(0, 1)
+    times U(0.3, 1.2): elongated, tilted, of unequal spread), centres uniform in [-10, 10] per feature, rows assigned
+    uniformly, N in {300, 600, 1000}, seeded by ``i``; ``many-blobs``' tables with the blobs no longer round."""
+    rng = np.random.default_rng(i)
+    k, d, n = int(rng.integers(7, 11)), int(rng.integers(2, 4)), int(rng.choice(SIZES))
+    centres = rng.uniform(-10.0, 10.0, (k, d))
+    maps = rng.normal(size=(k, d, d)) * rng.uniform(0.3, 1.2, (k, 1, 1))
+    y = rng.integers(0, k, n)
+    X = centres[y] + np.einsum("nij,nj->ni", maps[y], rng.normal(size=(n, d)))
+    return f"many-ellipses_{i}", pd.DataFrame(X).add_prefix("x"), np.unique(y, return_inverse=True)[1].astype(np.int64)
+
+
 def shape_frames(n_tables: int, offset: int = 0):
     """Tables ``offset .. offset + n_tables - 1`` of the set in a fixed order: seed by seed, each seed every kind at
     every size (so the first ``3 * len(KINDS) * len(SIZES)`` are those ``write_set(seeds=3)`` writes; an offset

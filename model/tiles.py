@@ -9,19 +9,19 @@ cluster inside a wide one, which the fitted pair itself shows without a valley, 
 So for each pair of components the rows of both are projected onto the pair's discriminant direction, and between
 the two projected means the valley is measured twice (:func:`valley_ratios`): in the rows' kernel density and in the
 pair's fitted mixture smoothed by the same kernel, each as the lowest density between the means over the lower of
-the densities at the means (1: no valley). A pair is one cluster where the rows' ratio is at least
-:data:`MIN_RATIO` and exceeds the fitted pair's by at least :data:`MIN_FILL`; such pairs merge transitively,
-strongest fill first, never into fewer than two clusters (:func:`tile_groups`). Only where BIC chose at least
-:data:`MIN_COMPONENTS` components (a gate from the same probe): on 2-3-column prior tables BIC's K is mostly below
-the labelled K, so a merge there costs, while the shapes it tiles take many components.
+the densities at the means (1: no valley). A pair qualifies where the rows' ratio is at least :data:`MIN_RATIO` and
+exceeds the fitted pair's by at least :data:`MIN_FILL`. A cluster cut into tiles gives a chain of such pairs (each
+tile and its neighbours); among Gaussian clusters a pair qualifies now and then by chance, alone
+(``docs/results/tile-pairs.md``). So components merge only where at least :data:`MIN_PAIRS` pairs qualify, and
+then transitively, strongest fill first, never into fewer than two clusters (:func:`tile_groups`); only where BIC
+chose at least :data:`MIN_COMPONENTS` components (on 2-3-column prior tables BIC's K is mostly below the labelled K,
+so a merge there costs, while the shapes it tiles take many components).
 
-Chosen on development data (``benchmarks/choose_low_dim.py``, ``docs/results/choice-low-dim-tiles*.md``). Looser
-thresholds (0.85, 0.05; from a probe of the first draw's shapes and 2-3-column prior tables) merged more: shapes
-+0.104 to +0.118 on three draws, but on 7-10 Gaussian blobs in 2-3 columns (``many-blobs``, added then) they merged
-touching blobs: -0.015 +- 0.005, -0.004 +- 0.002, -0.004 +- 0.002 (``choice-low-dim-tiles-blobs*.md``). These, proposed
-after that first draw, gain on shapes +0.018 +- 0.007, +0.022 +- 0.007, +0.022 +- 0.007 (11-12 tables better, none
-worse) and lose on no set of three draws; on designs with a column of few levels the looser ones lost (coarse 2-4
-columns, -0.002 +- 0.001), so only designs of many-valued columns merge.
+Chosen on development data (``benchmarks/choose_low_dim.py``, ``docs/results/choice-low-dim-tiles*.md``): against
+merging any qualifying pair at stricter thresholds (0.95, 0.1), on the first draw and two fresh ones, shapes +0.095
++- 0.023, +0.079 +- 0.022, +0.084 +- 0.024, no set lost; on 7-10 Gaussian blobs in 2-3 columns (``many-blobs``),
+round or tilted (``many-ellipses``, a check added after the choice), nothing merges. Designs with a column of few
+levels never merge (coarse 2-4 columns lost, -0.002 +- 0.001).
 """
 
 from __future__ import annotations
@@ -36,9 +36,11 @@ from model.refinement import FullMixture, _Mixture
 #: :func:`tile_groups` merges only where the mixture has at least this many live components.
 MIN_COMPONENTS = 7
 #: the least valley ratio of a pair's rows (lowest density between the means over the lower at the means)
-MIN_RATIO = 0.95
+MIN_RATIO = 0.85
 #: the least amount by which the rows' valley ratio exceeds the fitted pair's
-MIN_FILL = 0.1
+MIN_FILL = 0.05
+#: :func:`tile_groups` merges only where at least this many pairs qualify
+MIN_PAIRS = 3
 #: a pair of fewer rows than this is never merged (no density to read)
 MIN_ROWS = 10
 #: points between the two projected means at which both densities are read
@@ -75,7 +77,7 @@ def valley_ratios(rows: np.ndarray, mixture: FullMixture, a: int, b: int) -> tup
 
 
 def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_components: int = MIN_COMPONENTS,
-                min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL) -> np.ndarray:
+                min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL, min_pairs: int = MIN_PAIRS) -> np.ndarray:
     """The cluster (0..G-1) of each of the mixture's components, components that tile one cluster merged (module
     docstring): ``X`` (n, P) the rows the mixture was fitted to, ``labels`` (n,) their components. A component that
     takes no row belongs to no cluster (-1), as the estimator drops an emptied component. Fewer than
@@ -94,6 +96,8 @@ def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_com
             data, fitted = valley_ratios(rows, mixture, a, b)
             if data >= min_ratio and data - fitted >= min_fill:
                 edges.append((data - fitted, a, b))
+    if len(edges) < min_pairs:
+        return _numbered(groups, live)
     parent = {c: c for c in live}
 
     def root(c: int) -> int:

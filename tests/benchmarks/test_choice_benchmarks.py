@@ -471,7 +471,8 @@ def test_choose_low_dim_aic3_variant_is_the_shipped_path_with_k_by_aic3():
 
 def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_they_say():
     """``-tiles`` merges the tiles of the BIC path's choice on any design, ``-tiles-fine`` only on a design of
-    many-valued columns, both at the first thresholds; ``-strict`` is the shipped path (``model.low_dim.choose``)."""
+    many-valued columns, both at the first thresholds and however few pairs qualify; ``-strict`` at stricter ones;
+    ``-chain3`` is the shipped path (``model.low_dim.choose``)."""
     from sklearn.datasets import make_moons
 
     from benchmarks.choose_low_dim import variant_answer
@@ -486,15 +487,16 @@ def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_t
     for design, modes in ((X, ("any", "fine")), (coarse, ("any", None))):
         for name, mode in zip(("bic-kmeans-floor-fine-tiles", "bic-kmeans-floor-fine-tiles-fine"), modes):
             bic = choose(design, kmeans_starts(design, 10), 10, merge=None)  # those two: the first thresholds
-            want = merged_where(design, bic, mode, min_ratio=0.85, min_fill=0.05)
+            want = merged_where(design, bic, mode, min_ratio=0.85, min_fill=0.05, min_pairs=1)
             labels, k = variant_answer(name, design, candidates, 10, 2)
             assert k == want.k
             np.testing.assert_array_equal(labels, want.labels)
     assert variant_answer("bic-kmeans-floor-fine-tiles-fine", X, candidates, 10, 2)[1] == 2 < base_k
-    strict = variant_answer("bic-kmeans-floor-fine-tiles-fine-strict", X, candidates, 10, 2)  # the shipped one
+    assert 2 < variant_answer("bic-kmeans-floor-fine-tiles-fine-strict", X, candidates, 10, 2)[1] < base_k
+    shipped = variant_answer("bic-kmeans-floor-fine-tiles-fine-chain3", X, candidates, 10, 2)
     want = choose(X, kmeans_starts(X, 10), 10)
-    assert 2 < strict[1] == want.k < base_k
-    np.testing.assert_array_equal(strict[0], want.labels)
+    assert shipped[1] == want.k == 2
+    np.testing.assert_array_equal(shipped[0], want.labels)
 
 
 def test_the_many_blobs_set_draws_7_to_10_gaussian_blobs_in_2_to_3_columns_and_fresh_ones_from_an_offset():
@@ -509,6 +511,22 @@ def test_the_many_blobs_set_draws_7_to_10_gaussian_blobs_in_2_to_3_columns_and_f
     assert [name for name, _, _ in tables("many-blobs", 2, offset=31000)] == ["many-blobs_31000", "many-blobs_31001"]
 
 
+def test_the_many_ellipses_set_draws_7_to_10_gaussian_clusters_of_unequal_tilted_covariances():
+    from benchmarks.choose_checkpoint import tables
+
+    first = list(tables("many-ellipses", 6))
+    assert [name for name, _, _ in first] == [f"many-ellipses_{i}" for i in range(6)]
+    for _, frame, y in first:
+        assert 2 <= frame.shape[1] <= 3 and len(frame) in (300, 600, 1000) and 7 <= len(np.unique(y)) <= 10
+        assert set(np.unique(y)) == set(range(len(np.unique(y))))
+        covs = [np.cov(frame.to_numpy()[y == c].T) for c in np.unique(y)]
+        corr = [abs(cv[0, 1]) / np.sqrt(cv[0, 0] * cv[1, 1]) for cv in covs]
+        assert max(corr) > 0.5  # not round: some cluster is tilted against the axes
+        assert max(np.trace(cv) for cv in covs) > 2 * min(np.trace(cv) for cv in covs)  # nor of one spread
+    again = list(tables("many-ellipses", 2, offset=4))
+    np.testing.assert_array_equal(again[0][1].to_numpy(), first[4][1].to_numpy())
+
+
 def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are_refused():
     from benchmarks.choose_checkpoint import COARSE_FEW_COLUMNS, FEW_COLUMNS, tables
 
@@ -518,7 +536,7 @@ def test_the_few_column_sets_draw_the_prior_at_their_widths_and_unknown_sets_are
     coarse = [frame for _, frame, _ in tables("coarse-low-d", 6)]  # the coarse prior: some columns of few levels
     assert any(frame[c].nunique() <= 20 for frame in coarse for c in frame.columns)
     assert {frame.shape[1] for _, frame, _ in tables("mid-d", 6)} != {6}  # the range, not its end
-    with pytest.raises(ValueError, match="unknown set 'wide'"):
+    with pytest.raises(ValueError, match="unknown set 'wide': choose from .*dev-derived.*many-ellipses"):
         next(tables("wide", 1))
 
 
@@ -1375,3 +1393,28 @@ def test_choose_fences_fits_each_variant_with_its_fences_on_the_same_altered_tab
     assert df.loc[df.table == name, "fences-5_k"].item() == ref.n_clusters_
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("fences-2", None)
+
+
+def test_tile_pairs_counts_the_qualifying_pairs_of_tables_at_the_gate_and_which_lie_within_one_cluster(tmp_path):
+    import pandas as pd
+
+    from benchmarks.shapes import shape_frame
+    from benchmarks.tile_pairs import main, table_pairs
+    from model.tiles import MIN_FILL, MIN_RATIO
+
+    _, frame, y = shape_frame("moons", 600, 0)  # tiled by BIC into >= 7 components
+    pairs = table_pairs(frame, y, MIN_RATIO, MIN_FILL)
+    assert len(pairs) >= 3 and all(p["data"] >= MIN_RATIO and p["data"] - p["fitted"] >= MIN_FILL for p in pairs)
+    assert sum(p["within"] for p in pairs) >= len(pairs) - 1  # tiles of one crescent, a chain of them
+    _, three, y3 = shape_frame("blobs", 300, 0)  # 3-6 blobs: below the gate
+    assert table_pairs(three, y3, MIN_RATIO, MIN_FILL) is None
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.normal(size=(200, 6)))  # another path than the BIC one
+    assert table_pairs(wide, rng.integers(0, 2, 200), MIN_RATIO, MIN_FILL) is None
+    main(["--set", "shapes", "--n", "2", "--out", str(tmp_path / "pairs")])  # moons of 300 and of 600 rows
+    df = pd.read_csv(tmp_path / "pairs.csv")
+    assert set(df.columns) == {"set", "table", "pairs", "within"}
+    assert (df.set == "shapes").all() and "moons_n600_s0" in set(df.table)
+    assert int(df.loc[df.table == "moons_n600_s0", "pairs"].iloc[0]) == len(pairs)
+    report = (tmp_path / "pairs.md").read_text()
+    assert "| shapes |" in report and "Command: `python benchmarks/tile_pairs.py --set shapes --n 2" in report

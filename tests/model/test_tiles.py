@@ -10,7 +10,7 @@ from sklearn.metrics import adjusted_rand_score
 from model.low_dim import (MERGE, bic_choice, choose, converged_em, kmeans_start, kmeans_starts, merge_tiles,
                            resolution_floor)
 from model.refinement import full_em
-from model.tiles import MIN_COMPONENTS, MIN_FILL, MIN_RATIO, MergedMixture, tile_groups, valley_ratios
+from model.tiles import MIN_COMPONENTS, MIN_FILL, MIN_PAIRS, MIN_RATIO, MergedMixture, tile_groups, valley_ratios
 
 
 def _z(X: np.ndarray) -> np.ndarray:
@@ -60,25 +60,49 @@ def _tiled_moons(k: int):
     return X, y, labels, mixture
 
 
-#: the thresholds first proposed (``choice-low-dim-tiles*.md``), looser than the shipped ones
-LOOSE = {"min_ratio": 0.85, "min_fill": 0.05}
+#: stricter thresholds than the shipped ones (``choice-low-dim-tiles-blobs*.md``), any qualifying pair merging
+STRICT = {"min_ratio": 0.95, "min_fill": 0.1, "min_pairs": 1}
+#: the shipped thresholds, every qualifying pair merging however few qualify
+LOOSE = {"min_ratio": MIN_RATIO, "min_fill": MIN_FILL, "min_pairs": 1}
 
 
-def test_tiles_of_two_crescents_merge_transitively_into_the_two_at_looser_thresholds():
+def test_tiles_of_two_crescents_merge_transitively_into_the_two():
     X, y, labels, mixture = _tiled_moons(8)
-    groups = tile_groups(X, mixture, labels, **LOOSE)
+    groups = tile_groups(X, mixture, labels)
     assert groups.shape == (8,) and groups.max() + 1 == 2
     assert adjusted_rand_score(y, groups[labels]) > 0.95
 
 
-def test_at_the_shipped_thresholds_tiles_merge_part_way_and_only_within_a_crescent():
+def test_at_stricter_thresholds_tiles_merge_part_way_and_only_within_a_crescent():
     X, y, labels, mixture = _tiled_moons(8)
-    groups = tile_groups(X, mixture, labels)
+    groups = tile_groups(X, mixture, labels, **STRICT)
     merged = groups[labels]
     assert 2 < groups.max() + 1 < 8
     assert adjusted_rand_score(y, merged) > adjusted_rand_score(y, labels) + 0.2
     for cluster in np.unique(merged):  # no cluster spans the two crescents
         assert len(np.unique(y[merged == cluster])) == 1
+
+
+def _touching_blobs():
+    """Ten Gaussian blobs of unequal spread in 2 columns, 300 rows (``benchmarks.shapes.many_blobs_frame(2)``),
+    z-scored -> (rows, labels)."""
+    from sklearn.datasets import make_blobs
+
+    rng = np.random.default_rng(2)
+    k, d, n = int(rng.integers(7, 11)), int(rng.integers(2, 4)), int(rng.choice((300, 600, 1000)))
+    X, y = make_blobs(n, n_features=d, centers=k, cluster_std=rng.uniform(0.5, 1.5, k), random_state=2)
+    return _z(X), y
+
+
+def test_a_lone_pair_of_gaussian_blobs_that_fills_its_valley_by_chance_stays_apart():
+    X, y = _touching_blobs()
+    bic = choose(X, kmeans_starts(X, 10), 10, merge=None)
+    assert bic.k >= MIN_COMPONENTS
+    pairs = _qualifying_pairs(X, bic.labels, bic.mixture, MIN_RATIO, MIN_FILL)
+    assert 1 <= pairs < MIN_PAIRS
+    assert merge_tiles(X, bic) is bic  # the default: too few pairs to be tiles
+    lone = merge_tiles(X, bic, min_pairs=1)  # merging them would join two blobs
+    assert lone.k < bic.k and adjusted_rand_score(y, lone.labels) < adjusted_rand_score(y, bic.labels) - 0.1
 
 
 def test_tiles_never_merge_into_fewer_than_two_clusters():
@@ -90,8 +114,28 @@ def test_tiles_never_merge_into_fewer_than_two_clusters():
 def test_fewer_components_than_the_gate_stay_each_a_cluster():
     X, y, labels, mixture = _tiled_moons(MIN_COMPONENTS - 1)
     np.testing.assert_array_equal(tile_groups(X, mixture, labels), np.arange(MIN_COMPONENTS - 1))
-    ungated = tile_groups(X, mixture, labels, min_components=2, **LOOSE)  # the gate alone kept them apart
+    ungated = tile_groups(X, mixture, labels, min_components=2)  # the gate alone kept them apart
     assert ungated.max() + 1 == 2 and adjusted_rand_score(y, ungated[labels]) > 0.95
+
+
+def _qualifying_pairs(X, labels, mixture, min_ratio: float, min_fill: float) -> int:
+    pairs = 0
+    for a in range(len(mixture.means)):
+        for b in range(a + 1, len(mixture.means)):
+            data, fitted = valley_ratios(X[(labels == a) | (labels == b)], mixture, a, b)
+            pairs += data >= min_ratio and data - fitted >= min_fill
+    return pairs
+
+
+def test_fewer_qualifying_pairs_than_asked_merge_nothing():
+    """A cluster tiled by many components gives a chain of qualifying pairs; a lone pair among Gaussian clusters that
+    fills its valley by chance does not reach ``min_pairs``."""
+    X, _, labels, mixture = _tiled_moons(8)
+    pairs = _qualifying_pairs(X, labels, mixture, MIN_RATIO, MIN_FILL)
+    assert pairs >= MIN_PAIRS
+    np.testing.assert_array_equal(tile_groups(X, mixture, labels, min_pairs=pairs + 1), np.arange(8))
+    np.testing.assert_array_equal(tile_groups(X, mixture, labels, min_pairs=pairs),
+                                  tile_groups(X, mixture, labels, min_pairs=1))
 
 
 def test_a_component_that_takes_no_row_belongs_to_no_cluster():
@@ -128,8 +172,8 @@ def test_bic_tiles_two_crescents_and_merging_gives_them_back():
     bic, merged = choose(X, candidates, 10, merge=None), merge_tiles(X, choose(X, candidates, 10, merge=None), **LOOSE)
     assert bic.k >= MIN_COMPONENTS and adjusted_rand_score(y, bic.labels) < 0.4
     assert merged.k == 2 and adjusted_rand_score(y, merged.labels) > 0.95
-    shipped = choose(X, candidates, 10, merge="any")  # the shipped thresholds: part of the way
-    assert 2 < shipped.k < bic.k and np.array_equal(shipped.labels, merge_tiles(X, bic).labels)
+    shipped = choose(X, candidates, 10, merge="any")  # the shipped thresholds
+    assert shipped.k == 2 and np.array_equal(shipped.labels, merge_tiles(X, bic).labels)
     assert isinstance(merged.mixture, MergedMixture)
     np.testing.assert_array_equal(merged.mixture.mixture.means, bic.mixture.means)
     np.testing.assert_array_equal(merged.mixture.labels(X), merged.labels)  # new rows go as the fitted ones
