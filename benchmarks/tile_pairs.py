@@ -30,7 +30,7 @@ def table_pairs(frame: pd.DataFrame, y: np.ndarray, min_ratio: float, min_fill: 
     """The qualifying pairs of one table (each: the two components, their ratios, within one cluster or not); None
     where the table takes another path or its mixture stays below the gate."""
     from model.estimator import TabClustPFN
-    from model.tiles import MIN_COMPONENTS, MIN_ROWS, valley_ratios
+    from model.tiles import MIN_COMPONENTS, live_components, qualifying_pairs
 
     est = TabClustPFN()
     est._low_dim_merge = None
@@ -43,20 +43,12 @@ def table_pairs(frame: pd.DataFrame, y: np.ndarray, min_ratio: float, min_fill: 
     X, mixture = candidates.rows, candidates.bic.mixture
     labels = mixture.labels(X)
     truth = np.asarray(y)[est.context_indices_]
-    live = [c for c in range(len(mixture.means)) if np.isfinite(mixture.log_weights[c]) and (labels == c).any()]
+    live = live_components(mixture, labels)
     if len(live) < MIN_COMPONENTS:
         return None
     major = {c: int(pd.Series(truth[labels == c]).mode()[0]) for c in live}
-    pairs = []
-    for i, a in enumerate(live):
-        for b in live[i + 1 :]:
-            rows = X[(labels == a) | (labels == b)]
-            if len(rows) < MIN_ROWS:
-                continue
-            data, fitted = valley_ratios(rows, mixture, a, b)
-            if data >= min_ratio and data - fitted >= min_fill:
-                pairs.append({"a": a, "b": b, "data": data, "fitted": fitted, "within": major[a] == major[b]})
-    return pairs
+    return [{"a": a, "b": b, "data": data, "fitted": fitted, "within": major[a] == major[b]}
+            for a, b, data, fitted in qualifying_pairs(X, mixture, labels, live, min_ratio, min_fill)]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -76,18 +76,16 @@ def valley_ratios(rows: np.ndarray, mixture: FullMixture, a: int, b: int) -> tup
     return ratio(data), ratio(fitted)
 
 
-def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_components: int = MIN_COMPONENTS,
-                min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL, min_pairs: int = MIN_PAIRS) -> np.ndarray:
-    """The cluster (0..G-1) of each of the mixture's components, components that tile one cluster merged (module
-    docstring): ``X`` (n, P) the rows the mixture was fitted to, ``labels`` (n,) their components. A component that
-    takes no row belongs to no cluster (-1), as the estimator drops an emptied component. Fewer than
-    ``min_components`` components that take rows: each its own cluster."""
-    k = len(mixture.means)
-    live = [c for c in range(k) if np.isfinite(mixture.log_weights[c]) and (labels == c).any()]
-    groups = np.arange(k)
-    if len(live) < min_components:
-        return _numbered(groups, live)
-    edges = []
+def live_components(mixture: FullMixture, labels: np.ndarray) -> list[int]:
+    """The mixture's components that keep a weight and take at least one of the rows (``labels``, their components)."""
+    return [c for c in range(len(mixture.means)) if np.isfinite(mixture.log_weights[c]) and (labels == c).any()]
+
+
+def qualifying_pairs(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, live: list[int],
+                     min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL) -> list[tuple[int, int, float, float]]:
+    """(a, b, rows' valley ratio, fitted pair's) of each pair of ``live`` components whose rows (of ``X``, assigned
+    by ``labels``; at least :data:`MIN_ROWS`) reach ``min_ratio`` and exceed the fitted pair's ratio by ``min_fill``."""
+    pairs = []
     for i, a in enumerate(live):
         for b in live[i + 1 :]:
             rows = X[(labels == a) | (labels == b)]
@@ -95,7 +93,22 @@ def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_com
                 continue
             data, fitted = valley_ratios(rows, mixture, a, b)
             if data >= min_ratio and data - fitted >= min_fill:
-                edges.append((data - fitted, a, b))
+                pairs.append((a, b, data, fitted))
+    return pairs
+
+
+def tile_groups(X: np.ndarray, mixture: FullMixture, labels: np.ndarray, min_components: int = MIN_COMPONENTS,
+                min_ratio: float = MIN_RATIO, min_fill: float = MIN_FILL, min_pairs: int = MIN_PAIRS) -> np.ndarray:
+    """The cluster (0..G-1) of each of the mixture's components, components that tile one cluster merged (module
+    docstring): ``X`` (n, P) the rows the mixture was fitted to, ``labels`` (n,) their components. A component that
+    takes no row belongs to no cluster (-1), as the estimator drops an emptied component. Fewer than
+    ``min_components`` components that take rows: each its own cluster."""
+    live = live_components(mixture, labels)
+    groups = np.arange(len(mixture.means))
+    if len(live) < min_components:
+        return _numbered(groups, live)
+    edges = [(data - fitted, a, b) for a, b, data, fitted in qualifying_pairs(X, mixture, labels, live, min_ratio,
+                                                                              min_fill)]
     if len(edges) < min_pairs:
         return _numbered(groups, live)
     parent = {c: c for c in live}
