@@ -1,6 +1,7 @@
 r"""Which pairs of the BIC path's components qualify for merging, and whether they lie within one labelled cluster.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/tile_pairs.py --set shapes many-blobs --out docs/results/tile-pairs
+    PYTHONPATH=. .venv/bin/python benchmarks/tile_pairs.py --set shapes many-blobs many-ellipses \
+        --out docs/results/tile-pairs
 
 Each table of the development sets (``benchmarks.choose_checkpoint.tables``) is fitted as ``TabClustPFN`` fits it
 by default, tiles not merged (the BIC path of few columns); on tables whose mixture reaches the gate
