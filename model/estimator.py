@@ -127,8 +127,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
         ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
         +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), where BIC took >= 7 components on many-valued columns
-        those that tile one cluster (a crescent, a ring) merged into it (:mod:`model.tiles`; shapes +0.079 to +0.095
-        on three draws, ``choice-low-dim-tiles-chain*.md``); with ``refine="gmm"`` on a table whose every kept
+        those that tile one cluster (a crescent, a ring) merged into it (:mod:`model.tiles`; chosen on cluster
+        shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with ``refine="gmm"`` on a table whose every kept
         column is categorical or a numeric 0/1 flag, K and the partition of lowest AIC3 among latent class models
         run to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
         "latent-class"``; chosen on development data, ``docs/results/choice-categorical-*.md``).

@@ -31,8 +31,8 @@ everywhere lost on coarse tables. AIC3 against BIC (``choice-low-dim-aic3*.md``)
 +- 0.007 / -0.003 +- 0.003 (1-3 better, 7-8 worse on each draw): a loss on the third draw, and where cells were
 filled or a column had few levels it split them (``*-gaps.md``; issue 28's lattice of 1-5 scores), so BIC stays.
 Where BIC takes many components on a design of many-valued columns, those that tile one cluster (a crescent, a ring)
-are then merged into it (:func:`merge_tiles`, :mod:`model.tiles`): cluster shapes +0.079 to +0.095 on three draws
-against the stricter merging before, no set lost (``choice-low-dim-tiles-chain*.md``)."""
+are then merged into it (:func:`merge_tiles`, :mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs,
+``choice-low-dim-tiles*.md``)."""
 
 from __future__ import annotations
 

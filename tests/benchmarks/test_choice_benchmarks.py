@@ -472,7 +472,7 @@ def test_choose_low_dim_aic3_variant_is_the_shipped_path_with_k_by_aic3():
 def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_they_say():
     """``-tiles`` merges the tiles of the BIC path's choice on any design, ``-tiles-fine`` only on a design of
     many-valued columns, both at the first thresholds and however few pairs qualify; ``-strict`` at stricter ones;
-    ``-chain3`` is the shipped path (``model.low_dim.choose``)."""
+    ``-chain3-r80-f03`` is the shipped path (``model.low_dim.choose``)."""
     from sklearn.datasets import make_moons
 
     from benchmarks.choose_low_dim import variant_answer
@@ -493,7 +493,8 @@ def test_choose_low_dim_tile_variants_merge_the_shipped_paths_components_where_t
             np.testing.assert_array_equal(labels, want.labels)
     assert variant_answer("bic-kmeans-floor-fine-tiles-fine", X, candidates, 10, 2)[1] == 2 < base_k
     assert 2 < variant_answer("bic-kmeans-floor-fine-tiles-fine-strict", X, candidates, 10, 2)[1] < base_k
-    shipped = variant_answer("bic-kmeans-floor-fine-tiles-fine-chain3", X, candidates, 10, 2)
+    assert variant_answer("bic-kmeans-floor-fine-tiles-fine-chain3", X, candidates, 10, 2)[1] == 2
+    shipped = variant_answer("bic-kmeans-floor-fine-tiles-fine-chain3-r80-f03", X, candidates, 10, 2)
     want = choose(X, kmeans_starts(X, 10), 10)
     assert shipped[1] == want.k == 2
     np.testing.assert_array_equal(shipped[0], want.labels)
