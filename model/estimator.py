@@ -28,7 +28,8 @@ from model.dequantize import dequantize as dequantize_frame
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
-from model.preprocessing import DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, flag_cuts, flags_recoded
+from model.preprocessing import (DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, check_unique_names, flag_cuts,
+                                 flags_recoded)
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
                               design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
@@ -531,6 +532,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             raise ValueError("choosing K needs at least 3 rows: " + (
                 f"got n_samples={n}; pass more rows." if n_ctx == n else
                 f"the context has n_context={n_ctx}; raise n_context."))
+        check_unique_names(frame)
         k_cap = k_max if self.max_clusters is None else int(self.max_clusters)
         if not 2 <= k_cap <= k_max:
             raise ValueError(f"max_clusters={self.max_clusters} is outside 2..{k_max} (K_max of the checkpoint); "
@@ -886,6 +888,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         self._validate_params()  # set_params may have changed them since fit
         k = self._other_k(n_clusters)
+        check_unique_names(X)
         _check_feature_names(self, X, reset=False)
         frame = as_frame(X)
         if frame.shape[1] != self.n_features_in_:

@@ -167,11 +167,16 @@ def as_frame(X: Any) -> pd.DataFrame:
         raise ValueError(f"empty table: X has 0 rows (shape={frame.shape}); pass at least one row (fit needs 2).")
     if frame.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
-    if not frame.columns.is_unique:
-        twice = list(dict.fromkeys(frame.columns[frame.columns.duplicated()]))
+    return frame
+
+
+def check_unique_names(X: Any) -> None:
+    """Refuse a DataFrame whose column names repeat, naming them (a fitted model tells columns by name); checked
+    after the table's shape, so a table too short to cluster says that first."""
+    if isinstance(X, pd.DataFrame) and not X.columns.is_unique:
+        twice = list(dict.fromkeys(X.columns[X.columns.duplicated()]))
         raise ValueError(f"column names {twice} occur more than once; a fitted model tells columns by name, so give "
                          "each its own (e.g. frame.columns = [f'{c}_{i}' for i, c in enumerate(frame.columns)]).")
-    return frame
 
 
 def _finite(values: np.ndarray, label: str) -> np.ndarray:
@@ -490,6 +495,7 @@ class TablePreprocessor:
         n = frame.shape[0]
         if n < 2:
             raise ValueError(f"TabClustPFN needs at least 2 rows to cluster, got n_samples={n}.")
+        check_unique_names(frame)
         self.n_features_in_ = frame.shape[1]
         self.columns_: list[_Column] = []
         self.dropped_: dict[str, str] = {}

@@ -449,6 +449,9 @@ def test_predict_refuses_wrong_width_1d_input_and_unfitted_use(tiny_checkpoint):
         est.predict_proba(_blobs(d=3))
     with pytest.raises(ValueError, match="Reshape your data"):
         est.predict(np.zeros(4))
+    named = TabClustPFN(checkpoint=tiny_checkpoint).fit(pd.DataFrame(_blobs(), columns=list("abcd")))
+    with pytest.raises(ValueError, match=r"column names \['a'\] occur more than once"):
+        named.predict(pd.DataFrame(_blobs(), columns=list("abca")))
 
 
 def test_fit_does_not_change_the_parameters(tiny_checkpoint):

@@ -225,6 +225,7 @@ def test_nothing_left_after_dropping_is_refused():
         (np.array([[1.0, 2.0], [np.inf, 1.0], [0.0, 3.0]]), "column 0 contains inf"),
         (np.zeros((4, 0)), r"0 feature\(s\)"),
         (pd.DataFrame(np.zeros((4, 3)), columns=["a", "b", "a"]), r"column names \['a'\] occur more than once"),
+        (pd.DataFrame(np.zeros((1, 2)), columns=["a", "a"]), "at least 2 rows"),  # the shape is said first
     ],
 )
 def test_bad_shapes_and_values_are_refused(X, match):
