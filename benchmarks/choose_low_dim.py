@@ -233,8 +233,8 @@ ALL_VARIANTS = (BASELINE, "converged", *BIC_VARIANTS, *WIDTH_VARIANTS, *WIDE_VAR
 #: the development sets: the estimator-level choices' seven and ``mid-d``
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
          "shapes": 54, "coarse-low-d": 200, "many-blobs": 100, "many-ellipses": 100}
-#: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03) and ``many-blobs`` (2026-12-07), asked for
-#: by name
+#: ``--set``'s default: every set but ``coarse-low-d`` (added 2026-12-03), ``many-blobs`` and ``many-ellipses``
+#: (2026-12-07), asked for by name
 DEFAULT_SETS = [name for name in SIZES if name not in ("coarse-low-d", "many-blobs", "many-ellipses")]
 
 
