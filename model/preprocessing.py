@@ -37,8 +37,8 @@ Rules (fitted once on the table being clustered, then reused by ``transform`` fo
   order for ``category`` columns). The encoder embeds at most ``max_categories`` codes, so a column with more
   categories keeps its ``max_categories - 1`` most frequent ones held by more than one row and pools the rest
   into an "other" code.
-  In ``transform``, an unseen category maps to the "other" code when the column has one, else to the most
-  frequent code (the same code as a missing value).
+  In ``transform``, an unseen category maps to the "other" code when the column has one (as rare ones do), else
+  to the most frequent code (the same code as a missing value) with a ``UserWarning`` naming column and values.
 * **Skewed columns** (``power_transform``): each numeric column with at least ``model.power.MIN_DISTINCT``
   distinct values, a skewness beyond ``power_min_skewness`` in magnitude and one mode (``power_keep_modes``: a
   column with two modes keeps the shape its clusters give it, :func:`model.screening.multimodal`), in a table of
@@ -842,6 +842,7 @@ class TablePreprocessor:
         columns = self.columns_ if columns is None else columns
         out = np.empty((frame.shape[0], len(columns)), np.float32)
         block = _numeric_block(frame)
+        unseen_notes: list[str] = []
         for i, col in enumerate(columns):
             if block is None or col.categorical:
                 categorical, values, *_ = self._column_values(frame.iloc[:, col.index], col.name, fitted=col)
@@ -851,9 +852,11 @@ class TablePreprocessor:
                 missing = pd.isna(values)
                 codes = _category_codes(col.categories, values, missing)
                 unseen = (codes < 0) & ~missing
-                if unseen.any() and col.other_code is None:
-                    logger.info("%s: %d unseen categories mapped to the most frequent one", col.name,
-                                int(unseen.sum()))
+                if unseen.any() and col.other_code is None:  # with a pool, as rare categories are in fit
+                    shown = list(dict.fromkeys(values[unseen].tolist()))
+                    unseen_notes.append(f"{col.name}: {int(unseen.sum())} row(s) hold "
+                                        f"{', '.join(map(repr, shown[:3]))}{' and more' if len(shown) > 3 else ''}, "
+                                        f"read as its most frequent category {col.categories[int(col.fill)]!r}")
                 codes[unseen] = col.fill if col.other_code is None else col.other_code
                 codes[missing] = int(col.fill)
                 out[:, i] = codes
@@ -868,6 +871,9 @@ class TablePreprocessor:
                         z = np.where(np.isfinite(z), (transform(np.nan_to_num(z), col.power) - col.power_center)
                                      / col.power_scale, z)
                 out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
+        if unseen_notes:
+            warnings.warn("Categories not seen in fit: " + "; ".join(unseen_notes) + ". Refit on rows that hold "
+                          "them for the model to read them as categories of their own.", UserWarning, stacklevel=3)
         return out
 
     def _numeric_values(self, frame: pd.DataFrame) -> np.ndarray:

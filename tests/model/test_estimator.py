@@ -802,6 +802,16 @@ def test_a_table_of_categories_only_takes_k_and_its_partition_from_latent_class_
     assert baseline.fit(frame).k_selection_ != "latent-class"
 
 
+def test_predict_warns_of_a_category_fit_never_saw_and_still_assigns_the_row(tiny_checkpoint):
+    frame, _ = _latent_class_frame()
+    est = TabClustPFN(checkpoint=tiny_checkpoint).fit(frame)
+    new = frame.head(3).astype(object)
+    new.iloc[0, 0] = "answer 7"
+    with pytest.warns(UserWarning, match=r"column 'q0': 1 row\(s\) hold 'answer 7'"):
+        labels = est.predict(new)
+    assert labels.shape == (3,) and labels[1:].tolist() == est.predict(frame.head(3))[1:].tolist()
+
+
 def test_a_numeric_column_beside_the_categories_keeps_the_networks_path(tiny_checkpoint):
     frame, y = _latent_class_frame(seed=1)
     frame["amount"] = np.random.default_rng(0).normal(size=len(frame)) + 3.0 * y

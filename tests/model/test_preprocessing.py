@@ -256,11 +256,21 @@ def test_transform_reuses_fitted_statistics():
     np.testing.assert_allclose(Z_new - Z_old, expected, rtol=1e-4)
 
 
-def test_unseen_category_maps_to_most_frequent_code():
+def test_unseen_category_maps_to_most_frequent_code_and_says_so():
     df = pd.DataFrame({"c": ["a", "b", "b", "b"], "x": [0.0, 1.0, 2.0, 3.0]})
     pre = TablePreprocessor().fit(df)
-    Z, _ = pre.transform(pd.DataFrame({"c": ["zzz", "a"], "x": [0.0, 1.0]}))
-    assert Z[:, 0].tolist() == [1.0, 0.0]
+    with pytest.warns(UserWarning, match=r"column 'c': 2 row\(s\) hold 'zzz', 'yyy', read as its most frequent "
+                                         r"category 'b'"):
+        Z, _ = pre.transform(pd.DataFrame({"c": ["zzz", "a", "yyy"], "x": [0.0, 1.0, 2.0]}))
+    assert Z[:, 0].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_seen_categories_and_missing_values_transform_without_a_warning():
+    df = pd.DataFrame({"c": ["a", "b", "b", None], "x": [0.0, 1.0, 2.0, 3.0]})
+    pre = TablePreprocessor().fit(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pre.transform(pd.DataFrame({"c": ["a", None], "x": [0.0, 1.0]}))
 
 
 def test_high_cardinality_column_pools_rare_categories_into_other_code():
@@ -271,7 +281,9 @@ def test_high_cardinality_column_pools_rare_categories_into_other_code():
     codes = Z[:, 0].astype(int)
     assert codes.max() == 3 and len(np.unique(codes)) == 4  # 3 kept categories + "other"
     assert len(set(codes[:30])) == 1  # the frequent category keeps its own code
-    unseen, _ = pre.transform(pd.DataFrame({"c": ["never-seen"], "x": [0.0]}))
+    with warnings.catch_warnings():  # read as the rare categories are, so nothing to warn of
+        warnings.simplefilter("error")
+        unseen, _ = pre.transform(pd.DataFrame({"c": ["never-seen"], "x": [0.0]}))
     assert unseen[0, 0] == pre.columns_[0].other_code
 
 
