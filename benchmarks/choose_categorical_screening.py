@@ -81,19 +81,23 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 BASELINE = "continuous"
 VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
             "categorical-always-split", "categorical-always-split-binary", "categorical-always-split-binary-kept",
-            "categorical-always-split-binary-crossing")
+            "categorical-always-split-binary-crossing", "categorical-always-split-binary-crossing-levels",
+            "categorical-always-split-binary-crossing-levels19")
 #: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)``, ``TabClustPFN._split_check``,
-#: ``TabClustPFN._screen_binary`` and ``TabClustPFN._split_check_kept``
-SETTING = {"continuous": (False, None, False, False, False), "categorical": (True, None, False, False, False),
-           "categorical-always": ("always", None, False, False, False),
-           "categorical-always-0.05": ("always", 0.05, False, False, False),
-           "categorical-always-0.2": ("always", 0.2, False, False, False),
-           "categorical-always-split": ("always", None, True, False, False),
-           "categorical-always-split-binary": ("always", None, True, True, False),
-           "categorical-always-split-binary-kept": ("always", None, True, True, "together"),
-           "categorical-always-split-binary-crossing": ("always", None, True, True, "crossing")}
+#: ``TabClustPFN._screen_binary``, ``TabClustPFN._split_check_kept`` and ``TabClustPFN._screen_levels``
+SETTING = {"continuous": (False, None, False, False, False, 0), "categorical": (True, None, False, False, False, 0),
+           "categorical-always": ("always", None, False, False, False, 0),
+           "categorical-always-0.05": ("always", 0.05, False, False, False, 0),
+           "categorical-always-0.2": ("always", 0.2, False, False, False, 0),
+           "categorical-always-split": ("always", None, True, False, False, 0),
+           "categorical-always-split-binary": ("always", None, True, True, False, 0),
+           "categorical-always-split-binary-kept": ("always", None, True, True, "together", 0),
+           "categorical-always-split-binary-crossing": ("always", None, True, True, "crossing", 0),
+           "categorical-always-split-binary-crossing-levels": ("always", None, True, True, "crossing", 10),
+           "categorical-always-split-binary-crossing-levels19": ("always", None, True, True, "crossing", 19)}
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200, "low-d": 200,
-         "cat-noise": 200, "flag-noise": 200, "cat-cross": 200, "dev": 23, "shapes": 54}
+         "cat-noise": 200, "flag-noise": 200, "cat-cross": 200, "level-noise": 200, "level-noise-low-d": 200,
+         "coarse-low-d": 200, "dev": 23, "shapes": 54}
 
 
 def estimator_for(variant: str, checkpoint: str):
@@ -102,10 +106,10 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    setting, alpha, split_check, binary, kept = SETTING[variant]
+    setting, alpha, split_check, binary, kept, levels = SETTING[variant]
     cls = type(f"TabClustPFN_{variant}", (TabClustPFN,),
                {"_screen_categorical": setting, "_screen_categorical_alpha": alpha, "_split_check": split_check,
-                "_screen_binary": binary, "_split_check_kept": kept})
+                "_screen_binary": binary, "_split_check_kept": kept, "_screen_levels": levels})
     return cls(checkpoint=checkpoint, random_state=0)
 
 

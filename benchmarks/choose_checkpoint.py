@@ -115,6 +115,28 @@ def flag_noise(frame: pd.DataFrame, index: int) -> pd.DataFrame:
     return out
 
 
+#: ``level-noise`` (added 2026-12-07, for screening numeric columns of few values as categories,
+#: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-3 integer columns of 3-10 levels beside
+#: them that are independent of everything (:func:`level_noise`), as a count or a rating often is in a real table;
+#: ``level-noise-low-d``: the ``low-d`` tables (2-3 columns, the BIC path's) with 1-2 such columns. Only where a
+#: benchmark asks for them.
+LEVEL_NOISE = "level-noise"
+LEVEL_NOISE_FEW_COLUMNS = {"level-noise-low-d": FEW_COLUMNS["low-d"]}
+
+
+def level_noise(frame: pd.DataFrame, index: int, most: int = 3) -> pd.DataFrame:
+    """``frame`` with 1 to ``most`` integer noise columns (``level_0``, ...) appended, drawn from table ``index``'s
+    own stream (``SeedSequence(index, spawn_key=(11,))``), so a table's noise is the same in every run: each of 3-10
+    levels counted from 0 or 1, frequencies ~ Dirichlet(2)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(index), spawn_key=(11,)))
+    out = frame.copy()
+    for j in range(int(rng.integers(1, most + 1))):
+        levels = int(rng.integers(3, 11))
+        codes = rng.choice(levels, size=len(frame), p=rng.dirichlet(np.full(levels, 2.0)))
+        out[f"level_{j}"] = codes.astype(np.int64) + int(rng.integers(0, 2))
+    return out
+
+
 #: ``cat-cross`` (added 2026-12-06, for setting aside kept categories that only split the clusters,
 #: ``benchmarks/choose_categorical_screening.py``): the prior's tables with 1-2 factors beside them that cross the
 #: clusters (:func:`crossing_factors`), as a sex beside species or a year beside regions; only where asked for.
@@ -147,7 +169,8 @@ def crossing_factors(frame: pd.DataFrame, y: np.ndarray, index: int) -> pd.DataF
 
 
 #: the sets made of the prior's tables with noise columns added: set -> the function adding them
-NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise}
+NOISE_COLUMNS = {CATEGORICAL_NOISE: categorical_noise, FLAG_NOISE: flag_noise, LEVEL_NOISE: level_noise,
+                 **{name: lambda frame, index: level_noise(frame, index, most=2) for name in LEVEL_NOISE_FEW_COLUMNS}}
 #: ``all-cat`` (added 2026-12-06, for the latent class path of tables of categories only,
 #: ``benchmarks/choose_categorical_path.py``): tables whose every column is categorical, drawn as the prior draws its
 #: categorical columns (:func:`latent_class_table`); only where a benchmark asks for it.
@@ -225,8 +248,8 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(dict.fromkeys(known))}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))
-    if which in FEW_COLUMNS:
-        prior = dataclasses.replace(base, n_features=FEW_COLUMNS[which])
+    if which in FEW_COLUMNS or which in LEVEL_NOISE_FEW_COLUMNS:
+        prior = dataclasses.replace(base, n_features={**FEW_COLUMNS, **LEVEL_NOISE_FEW_COLUMNS}[which])
     elif which in COARSE_FEW_COLUMNS:
         prior = dataclasses.replace(prior_variant(base, "coarse"), n_features=COARSE_FEW_COLUMNS[which])
     else:

@@ -385,6 +385,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False (none) is the baseline. ``"crossing"``
     #: chosen 2026-12-07 (``docs/results/choice-cat-screening-crossing{,-fresh}.md``).
     _split_check_kept = "crossing"
+    #: Numeric columns of 3 to this many distinct values screened as categories
+    #: (``TablePreprocessor(screen_levels=)``), as ``_screen_binary`` does flags; 0: none (the baseline). A design
+    #: switch judged by ``benchmarks/choose_categorical_screening.py`` on ``level-noise``.
+    _screen_levels = 0
     #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
     #: a design switch chosen by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``,
     #: ``docs/results/choice-cat-screening-binary*.md``); False is the baseline it was judged against.
@@ -622,7 +626,8 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                  power_keep_modes=self._power_keep_modes, power_min_width=self._power_min_width,
                                  screen_categorical=self._screen_categorical,
                                  screen_categorical_alpha=self._screen_categorical_alpha,
-                                 screen_binary=self._screen_binary, impute=self.impute,
+                                 screen_binary=self._screen_binary, screen_levels=self._screen_levels,
+                                 impute=self.impute,
                                  impute_categorical=self._impute_categorical,
                                  impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,
                                  fence_max_share=self._fence_max_share, missing_values=missing_values)

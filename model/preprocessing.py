@@ -325,6 +325,27 @@ def flag_cuts(Z: np.ndarray, cat_mask: np.ndarray) -> np.ndarray:
     return cuts
 
 
+def few_levels(Z: np.ndarray, cat_mask: np.ndarray, most: int) -> np.ndarray:
+    """(D,) bool: the numeric columns of preprocessed rows ``Z`` (n, D) with 3 to ``most`` distinct values (counts,
+    ratings, levels stored as numbers; a column of two is a flag, :func:`flag_cuts`). None where ``most`` < 3."""
+    out = np.zeros(Z.shape[1], bool)
+    if most >= 3:
+        for j in np.flatnonzero(~np.asarray(cat_mask, bool)):
+            out[j] = 3 <= len(np.unique(Z[:, j])) <= most
+    return out
+
+
+def levels_recoded(Z: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``Z`` with the columns ``columns`` (D,) bool read as codes 0..m-1 of their distinct values in order: numeric
+    columns of few values as categories. ``Z`` itself where none is."""
+    if not np.any(columns):
+        return Z
+    out = np.array(Z, np.float64, copy=True)
+    for j in np.flatnonzero(columns):
+        out[:, j] = np.unique(out[:, j], return_inverse=True)[1].ravel()
+    return out
+
+
 def flags_recoded(Z: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     """``Z`` with every column that has a finite cut (:func:`flag_cuts`) read as the codes 0 / 1 (below / above its
     cut): a flag as a category of two levels. ``Z`` itself where no column has one."""
@@ -368,6 +389,9 @@ class TablePreprocessor:
         The level of the categorical columns' dependence tests there (None: the continuous columns').
     screen_binary : bool, default=False
         With ``screen_categorical``, a numeric column of two values (a 0/1 flag) is screened as a category too.
+    screen_levels : int, default=0
+        With ``screen_categorical``, a numeric column of 3 to this many distinct values (a count, a rating) is
+        screened as a category too, its values the levels; 0: none.
     impute : {"median", "neighbors"}, default="median"
         How a missing numeric cell is filled: the column's median, or the mean over the nearest rows of the fitted
         table that hold it (see the module docstring).
@@ -428,7 +452,7 @@ class TablePreprocessor:
                  screen_categorical_alpha: float | None = None, impute: str = "median",
                  impute_categorical: bool = False, impute_average_gaps: bool = False,
                  clip_fences: float | None = None, fence_max_share: float | None = None,
-                 missing_values: tuple = (), screen_binary: bool = False) -> None:
+                 missing_values: tuple = (), screen_binary: bool = False, screen_levels: int = 0) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -456,6 +480,9 @@ class TablePreprocessor:
         self.screen_categorical = screen_categorical
         self.screen_categorical_alpha = screen_categorical_alpha
         self.screen_binary = bool(screen_binary)
+        if not (isinstance(screen_levels, (int, np.integer)) and screen_levels >= 0):
+            raise ValueError(f"screen_levels must be an integer >= 0, got {screen_levels!r}")
+        self.screen_levels = int(screen_levels)
         if impute not in IMPUTE:
             raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
         self.impute = impute
@@ -583,6 +610,9 @@ class TablePreprocessor:
         if self.screen_binary and self.screen_categorical:  # a numeric flag of two values is screened as a category
             cuts = flag_cuts(Z, self.cat_mask_)
             Z, as_category = flags_recoded(Z, cuts), self.cat_mask_ | np.isfinite(cuts)
+        if self.screen_levels and self.screen_categorical:  # so is a numeric column of few values, by its levels
+            levels = few_levels(Z, as_category, self.screen_levels)
+            Z, as_category = levels_recoded(Z, levels), as_category | levels
         noise = noise_columns(Z, as_category, trigger=trigger,
                               categorical=self.screen_categorical, categorical_alpha=self.screen_categorical_alpha)
         if not noise.any():

@@ -892,6 +892,23 @@ def test_the_flag_noise_set_is_the_prior_sets_tables_with_random_numeric_flags_b
     assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables("flag-noise", 3)]))
 
 
+@pytest.mark.parametrize("which, like, most", [("level-noise", "prior", 3), ("level-noise-low-d", "low-d", 2)])
+def test_the_level_noise_sets_are_their_priors_tables_with_integer_columns_of_few_levels_beside_them(which, like,
+                                                                                                      most):
+    """Same validation seeds as ``prior`` / ``low-d``: the same rows, labels and columns, and 1 to 3 (low-d: 2)
+    integer columns of 3-10 levels appended, the same in every run."""
+    from benchmarks.choose_checkpoint import tables
+
+    for (name, frame, y), (_, plain, y0) in zip(tables(which, 4), tables(like, 4)):
+        assert name.startswith(f"{which}_") and np.array_equal(y, y0)
+        pd.testing.assert_frame_equal(frame[plain.columns], plain)
+        extra = [c for c in frame.columns if c not in plain.columns]
+        assert 1 <= len(extra) <= most and all(pd.api.types.is_integer_dtype(frame[c]) for c in extra)
+        assert all(3 <= frame[c].nunique() <= 10 and frame[c].min() in (0, 1) for c in extra)
+    again = [frame for _, frame, _ in tables(which, 4)]
+    assert all(a.equals(b) for a, b in zip(again, [frame for _, frame, _ in tables(which, 4)]))
+
+
 def test_the_cat_cross_set_is_the_prior_sets_tables_with_factors_that_cross_the_clusters():
     """Same validation seeds as ``prior``: the same rows and labels, 1-2 factors appended (a category of 2-3 levels
     or a 0/1 flag), each shifting some of the continuous columns by its level, the same in every run."""
@@ -956,6 +973,8 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     kept = estimator_for("categorical-always-split-binary-kept", None)
     assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, "together")
     assert estimator_for("categorical-always-split-binary-crossing", None)._split_check_kept == "crossing"
+    levels = [estimator_for(f"categorical-always-split-binary-crossing-levels{m}", None) for m in ("", "19")]
+    assert [(e._split_check_kept, e._screen_levels) for e in levels] == [("crossing", 10), ("crossing", 19)]
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

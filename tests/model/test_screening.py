@@ -218,6 +218,28 @@ def test_a_numeric_flag_of_noise_is_screened_as_a_category_only_with_screen_bina
     assert TablePreprocessor(screen_noise="auto", screen_binary=True).fit(frame).screened_ == []  # categories kept
 
 
+def test_a_numeric_column_of_few_levels_of_noise_is_screened_as_a_category_only_with_screen_levels():
+    """A count or a rating (3-10 values) has no second mode to show as a number, so only ``screen_levels`` tests
+    it, by its levels: dropped beside dependent columns, marked categorical for the put-back's chi-square; a column
+    of levels that carries the clusters stays, and so does one of more values than ``screen_levels``."""
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 3, 450)
+    frame = pd.DataFrame(4.0 * y[:, None] + rng.normal(size=(450, 3)), columns=["a", "b", "c"])
+    frame["children"] = rng.integers(0, 5, 450)
+    frame["told"] = y + rng.integers(0, 2, 450)  # 4 levels that follow the clusters
+    frame["rating"] = rng.integers(1, 13, 450)  # 12 levels of noise
+    settings = {"screen_noise": "auto", "screen_categorical": "always"}
+    assert TablePreprocessor(**settings).fit(frame).screened_ == []
+    pre = TablePreprocessor(**settings, screen_levels=10).fit(frame)
+    assert pre.screened_ == ["column 'children'"] and pre.screened_categorical.tolist() == [True]
+    assert pre.transform(frame)[0].shape == (450, 5)
+    wider = TablePreprocessor(**settings, screen_levels=12).fit(frame)
+    assert wider.screened_ == ["column 'children'", "column 'rating'"]
+    assert TablePreprocessor(screen_noise="auto", screen_levels=10).fit(frame).screened_ == []  # categories kept
+    with pytest.raises(ValueError, match="screen_levels must be an integer >= 0"):
+        TablePreprocessor(screen_levels=-1)
+
+
 @pytest.mark.parametrize("draw", [
     lambda rng, n: rng.normal(size=n),
     lambda rng, n: rng.lognormal(size=n),
@@ -462,6 +484,24 @@ def test_a_random_flag_beside_three_groups_is_dropped_however_it_is_stored(kind)
         assert kept.preprocessor_.screened_ == [] and kept.n_clusters_ == 6
         aside = type("UnscreenedFlags", (TabClustPFN,), {"_screen_binary": False})(random_state=0).fit(frame)
         assert aside.preprocessor_.screened_ == ["column 'g'"] and aside.n_clusters_ == 3
+
+
+@pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
+def test_a_column_of_three_levels_of_noise_beside_three_groups_in_two_columns_no_longer_splits_them():
+    """Three groups 5 SD apart in two columns and an integer column of 3 levels independent of them: kept, the BIC
+    path reads the levels as clusters too (K = 9 with every group split by them); screened by its levels
+    (``_screen_levels``), it is dropped, K = 3."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    frame = pd.DataFrame(np.array([[0, 0], [5, 0], [0, 5]])[y] + rng.normal(size=(300, 2)), columns=["a", "b"])
+    frame["level"] = rng.integers(1, 4, 300)
+    kept = type("KeepLevels", (TabClustPFN,), {"_screen_levels": 0})(random_state=0).fit(frame)
+    assert kept.preprocessor_.screened_ == [] and kept.n_clusters_ > 3
+    est = type("ScreenLevels", (TabClustPFN,), {"_screen_levels": 10})(random_state=0).fit(frame)
+    assert est.preprocessor_.screened_ == ["column 'level'"]
+    assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.9
 
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
