@@ -62,6 +62,35 @@ default, K inferred:
         --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross dev \\
         --out docs/results/choice-cat-screening-crossing
 
+- ``categorical-always-split-binary-crossing-levels`` / ``-levels19``: as ``-crossing``, and a numeric column of 3
+  to 10 / 19 distinct values (a count, a rating: too few values for a second mode to show, so never screened as a
+  number) is screened as a category by its levels (``TabClustPFN._screen_levels``). Proposed 2026-12-07: three
+  groups in two columns beside a random integer column of 3 levels came out K = 9 on the BIC path
+  (``tests/model/test_screening.py``). Judged with ``level-noise`` and ``level-noise-low-d`` (the prior's tables, and
+  the ``low-d`` ones, with integer columns of 3-10 levels independent of everything) and ``coarse-low-d``, then the
+  chosen bound on a fresh draw:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \\
+        --baseline categorical-always-split-binary-crossing \\
+        --variants categorical-always-split-binary-crossing-levels categorical-always-split-binary-crossing-levels19 \\
+        --set prior noisy one-informative coarse skewed low-d \\
+        cat-noise flag-noise cat-cross level-noise level-noise-low-d coarse-low-d dev shapes \\
+        --out docs/results/choice-cat-screening-levels
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 35000 \\
+        --baseline categorical-always-split-binary-crossing \\
+        --variants categorical-always-split-binary-crossing-levels19 \\
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross level-noise \\
+        level-noise-low-d coarse-low-d --out docs/results/choice-cat-screening-levels-fresh
+
+  ``-levels19`` lost on that draw's ``coarse`` (-0.0099 +- 0.0059), so the other bound, ``-levels``, which had
+  qualified on the first draw too, was put to a second fresh draw:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 36000 \\
+        --baseline categorical-always-split-binary-crossing \\
+        --variants categorical-always-split-binary-crossing-levels \\
+        --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross level-noise \\
+        level-noise-low-d coarse-low-d --out docs/results/choice-cat-screening-levels-fresh2
+
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
 of the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one
