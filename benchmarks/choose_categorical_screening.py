@@ -91,6 +91,8 @@ default, K inferred:
         --set prior noisy one-informative coarse skewed low-d cat-noise flag-noise cat-cross level-noise \\
         level-noise-low-d coarse-low-d --out docs/results/choice-cat-screening-levels-fresh2
 
+  It lost there on ``coarse-low-d`` (-0.0021 +- 0.0011), so neither bound ships.
+
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
 of the synthetic sets (the second command) before it may become a default. Writes ``OUT.md`` and ``OUT.csv`` (one

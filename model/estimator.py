@@ -385,14 +385,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: ``benchmarks/choose_categorical_screening.py`` on ``cat-cross``; False (none) is the baseline. ``"crossing"``
     #: chosen 2026-12-07 (``docs/results/choice-cat-screening-crossing{,-fresh}.md``).
     _split_check_kept = "crossing"
-    #: Numeric columns of 3 to this many distinct values screened as categories
-    #: (``TablePreprocessor(screen_levels=)``), as ``_screen_binary`` does flags; 0: none (the baseline). A design
-    #: switch judged by ``benchmarks/choose_categorical_screening.py`` on ``level-noise``.
-    _screen_levels = 0
     #: A numeric column of two values (a 0/1 flag) is screened as a category (``TablePreprocessor(screen_binary=)``);
     #: a design switch chosen by ``benchmarks/choose_categorical_screening.py`` (``categorical-always-split-binary``,
     #: ``docs/results/choice-cat-screening-binary*.md``); False is the baseline it was judged against.
     _screen_binary = True
+    #: Numeric columns of 3 to this many distinct values screened as categories
+    #: (``TablePreprocessor(screen_levels=)``), as ``_screen_binary`` does flags; 0: none (the baseline). A design
+    #: switch judged by ``benchmarks/choose_categorical_screening.py`` on ``level-noise``.
+    _screen_levels = 0
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,

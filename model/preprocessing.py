@@ -630,7 +630,7 @@ class TablePreprocessor:
     @property
     def screened_categorical(self) -> np.ndarray:
         """(len(screened_),) bool: which screened columns are categorical (their values are category codes), or were
-        screened as categories (numeric flags of two values, ``screen_binary``)."""
+        screened as categories (numeric flags of two values, ``screen_binary``; of few values, ``screen_levels``)."""
         return np.array([c.categorical or c.name in self._screened_flags for c in self._screened_columns], bool)
 
     @property

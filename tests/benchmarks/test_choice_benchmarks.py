@@ -969,7 +969,7 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     default = estimator_for("categorical-always-split-binary-crossing", None)
     assert all(getattr(default, a) == getattr(TabClustPFN, a)
                for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary",
-                         "_split_check_kept"))
+                         "_split_check_kept", "_screen_levels"))
     kept = estimator_for("categorical-always-split-binary-kept", None)
     assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, "together")
     assert estimator_for("categorical-always-split-binary-crossing", None)._split_check_kept == "crossing"
