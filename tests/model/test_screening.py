@@ -498,7 +498,8 @@ def test_a_column_of_three_levels_of_noise_beside_three_groups_in_two_columns_no
     frame = pd.DataFrame(np.array([[0, 0], [5, 0], [0, 5]])[y] + rng.normal(size=(300, 2)), columns=["a", "b"])
     frame["level"] = rng.integers(1, 4, 300)
     kept = type("KeepLevels", (TabClustPFN,), {"_screen_levels": 0})(random_state=0).fit(frame)
-    assert kept.preprocessor_.screened_ == [] and kept.n_clusters_ > 3
+    assert kept.preprocessor_.screened_ == [] and (kept.k_selection_, kept.n_clusters_) == ("bic", 9)
+    assert adjusted_rand_score(3 * y + frame["level"].to_numpy(), kept.labels_) > 0.9  # the groups x the levels
     est = type("ScreenLevels", (TabClustPFN,), {"_screen_levels": 10})(random_state=0).fit(frame)
     assert est.preprocessor_.screened_ == ["column 'level'"]
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.9
