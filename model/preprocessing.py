@@ -903,7 +903,8 @@ class TablePreprocessor:
                 out[:, i] = np.clip(z, -_MAX_Z, _MAX_Z)
         if unseen_notes:
             warnings.warn("Categories not seen in fit: " + "; ".join(unseen_notes) + ". Refit on rows that hold "
-                          "them for the model to read them as categories of their own.", UserWarning, stacklevel=3)
+                          "them for the model to read them as categories of their own.", UserWarning,
+                          stacklevel=user_stacklevel())
         return out
 
     def _numeric_values(self, frame: pd.DataFrame) -> np.ndarray:
