@@ -92,6 +92,26 @@ default, K inferred:
         level-noise-low-d coarse-low-d --out docs/results/choice-cat-screening-levels-fresh2
 
   It lost there on ``coarse-low-d`` (-0.0021 +- 0.0011), so neither bound ships.
+- ``categorical-always-split-binary-crossing-levels-wide``: as ``-levels`` (bound 10), only in a design of more
+  than 4 columns before screening (``TabClustPFN._screen_levels_min_width``), the network's tables: off the BIC
+  path, whose only loss so far (``coarse-low-d``) it was. Proposed 2026-12-07 after the draws above, so judged on
+  the first draw's tables and two draws none of them saw (offsets 37000 and 38000); ships only if it qualifies on
+  all three (the fresh draws leave out ``low-d`` and ``coarse-low-d``, designs of <= 4 columns where it does
+  nothing):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \\
+        --baseline categorical-always-split-binary-crossing \\
+        --variants categorical-always-split-binary-crossing-levels-wide \\
+        --set prior noisy one-informative coarse skewed low-d \\
+        cat-noise flag-noise cat-cross level-noise level-noise-low-d coarse-low-d dev shapes \\
+        --out docs/results/choice-cat-screening-levels-wide
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 37000 \\
+        --baseline categorical-always-split-binary-crossing \\
+        --variants categorical-always-split-binary-crossing-levels-wide \\
+        --set prior noisy one-informative coarse skewed cat-noise flag-noise cat-cross level-noise \\
+        level-noise-low-d --out docs/results/choice-cat-screening-levels-wide-fresh
+
+  and the same with ``--offset 38000 --out docs/results/choice-cat-screening-levels-wide-fresh2``.
 
 Per set, each variant against the baseline table by table: paired mean ARI difference +- standard error, tables
 better / worse, mean |K^ - K|, and the protocol's verdict (docs/DESIGN.md); a candidate must hold on a fresh draw
@@ -113,9 +133,10 @@ BASELINE = "continuous"
 VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
             "categorical-always-split", "categorical-always-split-binary", "categorical-always-split-binary-kept",
             "categorical-always-split-binary-crossing", "categorical-always-split-binary-crossing-levels",
-            "categorical-always-split-binary-crossing-levels19")
+            "categorical-always-split-binary-crossing-levels19", "categorical-always-split-binary-crossing-levels-wide")
 #: each variant's ``model.screening.noise_columns(categorical=, categorical_alpha=)``, ``TabClustPFN._split_check``,
-#: ``TabClustPFN._screen_binary``, ``TabClustPFN._split_check_kept`` and ``TabClustPFN._screen_levels``
+#: ``TabClustPFN._screen_binary``, ``TabClustPFN._split_check_kept``, ``TabClustPFN._screen_levels`` and
+#: ``TabClustPFN._screen_levels_min_width`` (left out: 0)
 SETTING = {"continuous": (False, None, False, False, False, 0), "categorical": (True, None, False, False, False, 0),
            "categorical-always": ("always", None, False, False, False, 0),
            "categorical-always-0.05": ("always", 0.05, False, False, False, 0),
@@ -125,7 +146,8 @@ SETTING = {"continuous": (False, None, False, False, False, 0), "categorical": (
            "categorical-always-split-binary-kept": ("always", None, True, True, "together", 0),
            "categorical-always-split-binary-crossing": ("always", None, True, True, "crossing", 0),
            "categorical-always-split-binary-crossing-levels": ("always", None, True, True, "crossing", 10),
-           "categorical-always-split-binary-crossing-levels19": ("always", None, True, True, "crossing", 19)}
+           "categorical-always-split-binary-crossing-levels19": ("always", None, True, True, "crossing", 19),
+           "categorical-always-split-binary-crossing-levels-wide": ("always", None, True, True, "crossing", 10, 4)}
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "skewed": 200, "low-d": 200,
          "cat-noise": 200, "flag-noise": 200, "cat-cross": 200, "level-noise": 200, "level-noise-low-d": 200,
          "coarse-low-d": 200, "dev": 23, "shapes": 54}
@@ -137,10 +159,11 @@ def estimator_for(variant: str, checkpoint: str):
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
-    setting, alpha, split_check, binary, kept, levels = SETTING[variant]
+    setting, alpha, split_check, binary, kept, levels, *wider = SETTING[variant]
     cls = type(f"TabClustPFN_{variant}", (TabClustPFN,),
                {"_screen_categorical": setting, "_screen_categorical_alpha": alpha, "_split_check": split_check,
-                "_screen_binary": binary, "_split_check_kept": kept, "_screen_levels": levels})
+                "_screen_binary": binary, "_split_check_kept": kept, "_screen_levels": levels,
+                "_screen_levels_min_width": wider[0] if wider else 0})
     return cls(checkpoint=checkpoint, random_state=0)
 
 

@@ -393,6 +393,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: (``TablePreprocessor(screen_levels=)``), as ``_screen_binary`` does flags; 0: none (the baseline). A design
     #: switch judged by ``benchmarks/choose_categorical_screening.py`` on ``level-noise``.
     _screen_levels = 0
+    #: ... and only in a design wider than this (``TablePreprocessor(screen_levels_min_width=)``; 0: every table;
+    #: ``LOW_DIM_MAX_WIDTH``: only off the BIC path, the network's tables).
+    _screen_levels_min_width = 0
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,
@@ -627,6 +630,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
                                  screen_categorical=self._screen_categorical,
                                  screen_categorical_alpha=self._screen_categorical_alpha,
                                  screen_binary=self._screen_binary, screen_levels=self._screen_levels,
+                                 screen_levels_min_width=self._screen_levels_min_width,
                                  impute=self.impute,
                                  impute_categorical=self._impute_categorical,
                                  impute_average_gaps=self._impute_average_gaps, clip_fences=self._clip_fences,

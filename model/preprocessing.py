@@ -392,6 +392,9 @@ class TablePreprocessor:
     screen_levels : int, default=0
         With ``screen_categorical``, a numeric column of 3 to this many distinct values (a count, a rating) is
         screened as a category too, its values the levels; 0: none.
+    screen_levels_min_width : int, default=0
+        Screen so (``screen_levels``) only in a table of more than this many design columns (numeric columns plus
+        categorical codes, before noise screening).
     impute : {"median", "neighbors"}, default="median"
         How a missing numeric cell is filled: the column's median, or the mean over the nearest rows of the fitted
         table that hold it (see the module docstring).
@@ -452,7 +455,8 @@ class TablePreprocessor:
                  screen_categorical_alpha: float | None = None, impute: str = "median",
                  impute_categorical: bool = False, impute_average_gaps: bool = False,
                  clip_fences: float | None = None, fence_max_share: float | None = None,
-                 missing_values: tuple = (), screen_binary: bool = False, screen_levels: int = 0) -> None:
+                 missing_values: tuple = (), screen_binary: bool = False, screen_levels: int = 0,
+                 screen_levels_min_width: int = 0) -> None:
         if max_features < 1 or max_categories < 2:
             raise ValueError("max_features must be >= 1 and max_categories >= 2")
         if pca_components not in PCA_COMPONENTS:
@@ -483,6 +487,9 @@ class TablePreprocessor:
         if not (isinstance(screen_levels, (int, np.integer)) and screen_levels >= 0):
             raise ValueError(f"screen_levels must be an integer >= 0, got {screen_levels!r}")
         self.screen_levels = int(screen_levels)
+        if not (isinstance(screen_levels_min_width, (int, np.integer)) and screen_levels_min_width >= 0):
+            raise ValueError(f"screen_levels_min_width must be an integer >= 0, got {screen_levels_min_width!r}")
+        self.screen_levels_min_width = int(screen_levels_min_width)
         if impute not in IMPUTE:
             raise ValueError(f"impute must be one of {IMPUTE}, got {impute!r}")
         self.impute = impute
@@ -600,6 +607,7 @@ class TablePreprocessor:
 
     def _screen(self, frame: pd.DataFrame) -> None:
         """Drop the pure-noise columns (:func:`model.screening.noise_columns`) from the fitted columns."""
+        from model.refinement import one_hot_widths
         from model.screening import noise_columns
 
         if frame.shape[0] > SCREEN_ROWS:
@@ -610,7 +618,8 @@ class TablePreprocessor:
         if self.screen_binary and self.screen_categorical:  # a numeric flag of two values is screened as a category
             cuts = flag_cuts(Z, self.cat_mask_)
             Z, as_category = flags_recoded(Z, cuts), self.cat_mask_ | np.isfinite(cuts)
-        if self.screen_levels and self.screen_categorical:  # so is a numeric column of few values, by its levels
+        if (self.screen_levels and self.screen_categorical  # so is a numeric column of few values, by its levels
+                and (~self.cat_mask_).sum() + one_hot_widths(Z, self.cat_mask_).sum() > self.screen_levels_min_width):
             levels = few_levels(Z, as_category, self.screen_levels)
             Z, as_category = levels_recoded(Z, levels), as_category | levels
         noise = noise_columns(Z, as_category, trigger=trigger,

@@ -975,6 +975,9 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert estimator_for("categorical-always-split-binary-crossing", None)._split_check_kept == "crossing"
     levels = [estimator_for(f"categorical-always-split-binary-crossing-levels{m}", None) for m in ("", "19")]
     assert [(e._split_check_kept, e._screen_levels) for e in levels] == [("crossing", 10), ("crossing", 19)]
+    assert {e._screen_levels_min_width for e in levels} == {TabClustPFN._screen_levels_min_width} == {0}
+    wide = estimator_for("categorical-always-split-binary-crossing-levels-wide", None)
+    assert (wide._split_check_kept, wide._screen_levels, wide._screen_levels_min_width) == ("crossing", 10, 4)
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 

@@ -240,6 +240,23 @@ def test_a_numeric_column_of_few_levels_of_noise_is_screened_as_a_category_only_
         TablePreprocessor(screen_levels=-1)
 
 
+def test_screen_levels_min_width_screens_levels_only_in_a_table_of_more_design_columns():
+    """The width bound counts numeric columns and categorical codes before screening: at or below it a count of
+    noise is kept (``screen_levels`` as off), above it dropped; a category's codes count by their number."""
+    rng = np.random.default_rng(17)
+    y = rng.integers(0, 3, 450)
+    frame = pd.DataFrame(4.0 * y[:, None] + rng.normal(size=(450, 3)), columns=["a", "b", "c"])
+    frame["children"] = rng.integers(0, 5, 450)  # 4 numeric columns in all
+    settings = {"screen_noise": "auto", "screen_categorical": "always", "screen_levels": 10}
+    assert TablePreprocessor(**settings, screen_levels_min_width=3).fit(frame).screened_ == ["column 'children'"]
+    assert TablePreprocessor(**settings, screen_levels_min_width=4).fit(frame).screened_ == []
+    told = frame.assign(group=pd.Categorical(np.array(["p", "q", "r"])[y]))  # 3 codes: a width of 7
+    assert TablePreprocessor(**settings, screen_levels_min_width=6).fit(told).screened_ == ["column 'children'"]
+    assert TablePreprocessor(**settings, screen_levels_min_width=7).fit(told).screened_ == []
+    with pytest.raises(ValueError, match="screen_levels_min_width must be an integer >= 0"):
+        TablePreprocessor(screen_levels_min_width=-1)
+
+
 @pytest.mark.parametrize("draw", [
     lambda rng, n: rng.normal(size=n),
     lambda rng, n: rng.lognormal(size=n),
@@ -503,6 +520,11 @@ def test_a_column_of_three_levels_of_noise_beside_three_groups_in_two_columns_no
     est = type("ScreenLevels", (TabClustPFN,), {"_screen_levels": 10})(random_state=0).fit(frame)
     assert est.preprocessor_.screened_ == ["column 'level'"]
     assert est.n_clusters_ == 3 and adjusted_rand_score(y, est.labels_) > 0.9
+    wide = type("ScreenLevelsWide", (TabClustPFN,), {"_screen_levels": 10, "_screen_levels_min_width": 4})
+    narrow = wide(random_state=0).fit(frame)  # a design of 3 columns: the width bound leaves the count in
+    assert narrow.preprocessor_.screened_ == [] and (narrow.k_selection_, narrow.n_clusters_) == ("bic", 9)
+    noisy = frame.assign(n0=rng.normal(size=300), n1=rng.normal(size=300))  # 5 columns: screened
+    assert "column 'level'" in wide(random_state=0).fit(noisy).preprocessor_.screened_
 
 
 @pytest.mark.skipif(not default_checkpoint_path().is_file(), reason="no shipped checkpoint in this checkout")
