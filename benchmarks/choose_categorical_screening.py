@@ -46,12 +46,12 @@ default, K inferred:
         --out docs/results/choice-cat-screening-kept
 
   It lost on noisy prior tables (``docs/results/choice-cat-screening-kept.md``), so its fresh draw was not run.
-- ``categorical-always-split-binary-crossing`` (the default since 2026-12-07): as ``-kept``, by the strict test
-  (:func:`model.screening.only_splits` with ``strict=True``): the partition with the columns must also be closer
-  to the clusters found without them crossed with the levels than to those clusters alone, and closer than to the
-  levels alone by more than a tie. Proposed 2026-12-06 after the four noisy tables ``-kept`` lost on (weakly
-  informative categories beside noise columns, whose levels read as a split of noise); judged on a fresh draw
-  first, then on the first draw's tables and dev:
+- ``categorical-always-split-binary-crossing`` (the default 2026-12-07, before ``-levels-wide``): as ``-kept``, by the
+  strict test (:func:`model.screening.only_splits` with ``strict=True``): the partition with the columns must also be
+  closer to the clusters found without them crossed with the levels than to those clusters alone, and closer than to
+  the levels alone by more than a tie. Proposed 2026-12-06 after the four noisy tables ``-kept`` lost on (weakly
+  informative categories beside noise columns, whose levels read as a split of noise); judged on a fresh draw first,
+  then on the first draw's tables and dev:
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py --offset 28000 \\
         --baseline categorical-always-split-binary --variants categorical-always-split-binary-crossing \\
@@ -92,12 +92,12 @@ default, K inferred:
         level-noise-low-d coarse-low-d --out docs/results/choice-cat-screening-levels-fresh2
 
   It lost there on ``coarse-low-d`` (-0.0021 +- 0.0011), so neither bound ships.
-- ``categorical-always-split-binary-crossing-levels-wide``: as ``-levels`` (bound 10), only in a design of more
-  than 4 columns before screening (``TabClustPFN._screen_levels_min_width``), the network's tables: off the BIC
-  path, whose only loss so far (``coarse-low-d``) it was. Proposed 2026-12-07 after the draws above, so judged on
-  the first draw's tables and two draws none of them saw (offsets 37000 and 38000); ships only if it qualifies on
-  all three (the fresh draws leave out ``low-d`` and ``coarse-low-d``, designs of <= 4 columns where it does
-  nothing):
+- ``categorical-always-split-binary-crossing-levels-wide`` (the default since 2026-12-07): as ``-levels`` (bound 10),
+  only in a design of more than 4 columns before screening (``TabClustPFN._screen_levels_min_width``), the network's
+  tables: off the BIC path, whose only loss so far (``coarse-low-d``) it was. Proposed 2026-12-07 after the draws
+  above, so judged on the first draw's tables and two draws none of them saw (offsets 37000 and 38000); ships only if
+  it qualifies on all three (the fresh draws leave out ``low-d`` and ``coarse-low-d``, designs of <= 4 columns where
+  it does nothing):
 
     PYTHONPATH=. .venv/bin/python benchmarks/choose_categorical_screening.py \\
         --baseline categorical-always-split-binary-crossing \\
@@ -128,7 +128,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 #: what ``--baseline`` defaults to (the baseline of the first choices, whose commands name none); today's default
-#: is ``categorical-always-split-binary-crossing``
+#: is ``categorical-always-split-binary-crossing-levels-wide``
 BASELINE = "continuous"
 VARIANTS = ("continuous", "categorical", "categorical-always", "categorical-always-0.05", "categorical-always-0.2",
             "categorical-always-split", "categorical-always-split-binary", "categorical-always-split-binary-kept",

@@ -392,10 +392,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: Numeric columns of 3 to this many distinct values screened as categories
     #: (``TablePreprocessor(screen_levels=)``), as ``_screen_binary`` does flags; 0: none (the baseline). A design
     #: switch judged by ``benchmarks/choose_categorical_screening.py`` on ``level-noise``.
-    _screen_levels = 0
+    _screen_levels = 10
     #: ... and only in a design wider than this (``TablePreprocessor(screen_levels_min_width=)``; 0: every table;
-    #: ``LOW_DIM_MAX_WIDTH``: only off the BIC path, the network's tables).
-    _screen_levels_min_width = 0
+    #: ``LOW_DIM_MAX_WIDTH``: only off the BIC path, the network's tables). 10 and ``LOW_DIM_MAX_WIDTH`` chosen
+    #: 2026-12-07 (``-levels-wide``, ``docs/results/choice-cat-screening-levels-wide*.md``).
+    _screen_levels_min_width = LOW_DIM_MAX_WIDTH
     #: Where the defaults take K from BIC (designs of <= 4 columns, :mod:`model.low_dim`), what its mixtures start
     #: from: ``"kmeans"``, k-means++ partitions, so the network is not run on such a table; ``"network"``, the
     #: network's Lloyd-refined candidates. Judged on development data (``benchmarks/choose_low_dim.py``,

@@ -966,18 +966,18 @@ def test_choose_categorical_screening_fits_each_variant_with_its_setting(tmp_pat
     assert "against categorical-always-split-binary" in (tmp_path / "choice-cat.md").read_text()
     binary = estimator_for("categorical-always-split-binary", None)
     assert (binary._screen_categorical, binary._split_check, binary._screen_binary) == ("always", True, True)
-    default = estimator_for("categorical-always-split-binary-crossing", None)
+    default = estimator_for("categorical-always-split-binary-crossing-levels-wide", None)
     assert all(getattr(default, a) == getattr(TabClustPFN, a)
                for a in ("_screen_categorical", "_screen_categorical_alpha", "_split_check", "_screen_binary",
-                         "_split_check_kept", "_screen_levels"))
+                         "_split_check_kept", "_screen_levels", "_screen_levels_min_width"))
     kept = estimator_for("categorical-always-split-binary-kept", None)
     assert (kept._split_check, kept._screen_binary, kept._split_check_kept) == (True, True, "together")
     assert estimator_for("categorical-always-split-binary-crossing", None)._split_check_kept == "crossing"
     levels = [estimator_for(f"categorical-always-split-binary-crossing-levels{m}", None) for m in ("", "19")]
     assert [(e._split_check_kept, e._screen_levels) for e in levels] == [("crossing", 10), ("crossing", 19)]
-    assert {e._screen_levels_min_width for e in levels} == {TabClustPFN._screen_levels_min_width} == {0}
-    wide = estimator_for("categorical-always-split-binary-crossing-levels-wide", None)
-    assert (wide._split_check_kept, wide._screen_levels, wide._screen_levels_min_width) == ("crossing", 10, 4)
+    assert [e._screen_levels_min_width for e in levels] == [0, 0]  # every table
+    assert (default._split_check_kept, default._screen_levels, default._screen_levels_min_width) == ("crossing", 10, 4)
+    assert estimator_for("categorical-always-split-binary-crossing", None)._screen_levels == 0
     with pytest.raises(ValueError, match="unknown variant"):
         estimator_for("everything", None)
 
