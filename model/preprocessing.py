@@ -584,11 +584,10 @@ class TablePreprocessor:
         skewness beyond ``power_min_skewness`` and (``power_keep_modes``) one mode, fitted on its z-scores, and the
         moments of the result (:mod:`model.power`)."""
         from model.power import MIN_DISTINCT, fit_lambda, skewness, transform
-        from model.refinement import one_hot_widths
         from model.screening import multimodal
 
         z = self._encode(frame).astype(np.float64)
-        if (~self.cat_mask_).sum() + one_hot_widths(z, self.cat_mask_).sum() <= self.power_min_width:
+        if self._design_width(z) <= self.power_min_width:
             return
         for i, col in enumerate(self.columns_):
             if (col.categorical or np.unique(z[:, i]).size < MIN_DISTINCT
@@ -605,9 +604,15 @@ class TablePreprocessor:
         if self.power_transformed_:
             logger.info("Yeo-Johnson transformed %d column(s)", len(self.power_transformed_))
 
+    def _design_width(self, Z: np.ndarray) -> int:
+        """The design columns of the encoded rows ``Z`` (the fitted columns): numeric columns plus categorical codes,
+        as the estimator counts them for the BIC path."""
+        from model.refinement import one_hot_widths
+
+        return int((~self.cat_mask_).sum() + one_hot_widths(Z, self.cat_mask_).sum())
+
     def _screen(self, frame: pd.DataFrame) -> None:
         """Drop the pure-noise columns (:func:`model.screening.noise_columns`) from the fitted columns."""
-        from model.refinement import one_hot_widths
         from model.screening import noise_columns
 
         if frame.shape[0] > SCREEN_ROWS:
@@ -619,7 +624,7 @@ class TablePreprocessor:
             cuts = flag_cuts(Z, self.cat_mask_)
             Z, as_category = flags_recoded(Z, cuts), self.cat_mask_ | np.isfinite(cuts)
         if (self.screen_levels and self.screen_categorical  # so is a numeric column of few values, by its levels
-                and (~self.cat_mask_).sum() + one_hot_widths(Z, self.cat_mask_).sum() > self.screen_levels_min_width):
+                and self._design_width(Z) > self.screen_levels_min_width):
             levels = few_levels(Z, as_category, self.screen_levels)
             Z, as_category = levels_recoded(Z, levels), as_category | levels
         noise = noise_columns(Z, as_category, trigger=trigger,
