@@ -81,6 +81,10 @@ MANY_BLOBS = "many-blobs"
 #: clusters of random covariance in 2-3 features (``benchmarks.shapes.many_ellipses_frame``); only where a benchmark
 #: asks for it.
 MANY_ELLIPSES = "many-ellipses"
+#: ``ratings`` (added 2026-12-08, for the BIC path on columns of few levels, ``benchmarks/choose_low_dim_spread.py``):
+#: 2-4 columns of 1-5 or 1-7 ratings with 2-5 classes (``benchmarks.shapes.ratings_frame``); only where a benchmark
+#: asks for it.
+RATINGS = "ratings"
 
 
 def dev_gap_tables():
@@ -211,10 +215,10 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
         return
-    if which in (MANY_BLOBS, MANY_ELLIPSES):
-        from benchmarks.shapes import many_blobs_frame, many_ellipses_frame
+    if which in (MANY_BLOBS, MANY_ELLIPSES, RATINGS):
+        from benchmarks.shapes import many_blobs_frame, many_ellipses_frame, ratings_frame
 
-        frame = many_blobs_frame if which == MANY_BLOBS else many_ellipses_frame
+        frame = {MANY_BLOBS: many_blobs_frame, MANY_ELLIPSES: many_ellipses_frame, RATINGS: ratings_frame}[which]
         for i in range(offset, offset + n_tasks):
             yield frame(i)
         return
@@ -244,7 +248,7 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
             and which not in NOISE_COLUMNS and which != CATEGORICAL_CROSS:
         known = [*SETS, *FEW_COLUMNS, *COARSE_FEW_COLUMNS, *NOISE_COLUMNS, CATEGORICAL_CROSS, ALL_CATEGORICAL,
-                 ALL_CATEGORICAL_FLAGS, DEV_GAPS, DEV_DERIVED, MANY_BLOBS, MANY_ELLIPSES]
+                 ALL_CATEGORICAL_FLAGS, DEV_GAPS, DEV_DERIVED, MANY_BLOBS, MANY_ELLIPSES, RATINGS]
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(dict.fromkeys(known))}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))

@@ -87,6 +87,20 @@ def many_ellipses_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
     return f"many-ellipses_{i}", pd.DataFrame(X).add_prefix("x"), np.unique(y, return_inverse=True)[1].astype(np.int64)
 
 
+def ratings_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """Table ``i`` of the ``ratings`` development set (``benchmarks/choose_checkpoint.py``): 2-4 columns of integer
+    ratings on a 1-5 or 1-7 scale, 2-5 classes of uniform shares, each class's mean rating per column uniform over the
+    scale, within-class spread N(0, s) with s ~ U(0.4, 1.0), rounded and clipped to the scale; N uniform in 300-999,
+    seeded by ``i``. The questionnaire tables of issue 28's named case (integer levels 1..5, 3 classes, K = 9)."""
+    rng = np.random.default_rng(i)
+    k, d, n = int(rng.integers(2, 6)), int(rng.integers(2, 5)), int(rng.integers(300, 1000))
+    top = int(rng.choice([5, 7]))
+    means, spread = rng.uniform(1, top, (k, d)), rng.uniform(0.4, 1.0)
+    y = rng.integers(0, k, n)
+    X = np.clip(np.rint(means[y] + spread * rng.standard_normal((n, d))), 1, top).astype(np.int64)
+    return f"ratings_{i}", pd.DataFrame(X).add_prefix("q"), np.unique(y, return_inverse=True)[1].astype(np.int64)
+
+
 def shape_frames(n_tables: int, offset: int = 0):
     """Tables ``offset .. offset + n_tables - 1`` of the set in a fixed order: seed by seed, each seed every kind at
     every size (so the first ``3 * len(KINDS) * len(SIZES)`` are those ``write_set(seeds=3)`` writes; an offset

@@ -31,6 +31,22 @@ def _numeric(series: pd.Series) -> bool:
             and not pd.api.types.is_bool_dtype(series.dtype))
 
 
+def spread_values(values: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
+    """``values`` (one column, NaN missing) with each present value drawn uniformly over its level's cell, or None
+    where the column is not one of few levels (2..``MAX_LEVELS`` distinct values, at most ``MAX_LEVEL_SHARE`` of its
+    present rows)."""
+    present = np.isfinite(values)
+    levels, index = np.unique(values[present], return_inverse=True)
+    if not 2 <= len(levels) <= min(MAX_LEVELS, MAX_LEVEL_SHARE * present.sum()):
+        return None
+    gaps = np.diff(levels)
+    below = np.r_[gaps[0], gaps] / 2.0
+    above = np.r_[gaps, gaps[-1]] / 2.0
+    new = values.copy()
+    new[present] += rng.uniform(-below[index], above[index])
+    return new
+
+
 def dequantize(frame: pd.DataFrame) -> tuple[pd.DataFrame, list]:
     """``frame`` with every numeric column of 2..``MAX_LEVELS`` distinct values (at most ``MAX_LEVEL_SHARE`` of its
     non-missing rows) spread over its levels' cells, missing values left missing -> (new frame, those columns'
@@ -41,18 +57,24 @@ def dequantize(frame: pd.DataFrame) -> tuple[pd.DataFrame, list]:
         series = frame[name]
         if not _numeric(series):
             continue
-        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-        present = np.isfinite(values)
-        levels, index = np.unique(values[present], return_inverse=True)
-        if not 2 <= len(levels) <= min(MAX_LEVELS, MAX_LEVEL_SHARE * present.sum()):
+        new = spread_values(series.to_numpy(dtype=np.float64, na_value=np.nan), rng)
+        if new is None:
             continue
-        gaps = np.diff(levels)
-        below = np.r_[gaps[0], gaps] / 2.0
-        above = np.r_[gaps, gaps[-1]] / 2.0
-        new = values.copy()
-        new[present] += rng.uniform(-below[index], above[index])
         if not spread:
             out = frame.copy()
         out[name] = new
         spread.append(name)
+    return out, spread
+
+
+def dequantize_rows(X: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``X`` (n, P) with each of ``columns`` (bool (P,): numeric design columns, not one-hot codes) that
+    has few levels spread over its levels' cells, as :func:`dequantize` spreads a frame's -> (new rows, bool (P,):
+    the columns spread). The same rows always get the same draws (:data:`SEED`)."""
+    rng = np.random.default_rng(SEED)
+    out, spread = np.array(X, dtype=np.float64), np.zeros(X.shape[1], bool)
+    for j in np.flatnonzero(columns):
+        new = spread_values(out[:, j], rng)
+        if new is not None:
+            out[:, j], spread[j] = new, True
     return out, spread

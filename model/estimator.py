@@ -25,6 +25,7 @@ from model.cells import checked_codes, user_stacklevel, without_codes
 from model.checkpoint import load_checkpoint, weights_sha256
 from model.dequantize import DEFAULT_DEQUANTIZE
 from model.dequantize import dequantize as dequantize_frame
+from model.dequantize import dequantize_rows
 from model.power import DEFAULT_POWER_TRANSFORM, MIN_SKEWNESS
 from model.ensemble import DEFAULT_N_ESTIMATORS, average_matched, column_orderings, combine_members
 from model.network import ContextInference, TabClustNet
@@ -85,6 +86,10 @@ class _Candidates:
     bic: BicChoice | None
     perms: np.ndarray | None
     network_labels: np.ndarray | None
+
+
+#: :attr:`TabClustPFN._low_dim_spread`'s values
+LOW_DIM_SPREADS = (None, "spread", "spread-unmerged")
 
 
 class KRangeWarning(UserWarning):
@@ -427,6 +432,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: Where that path merges the components that tile one cluster (:data:`model.low_dim.MERGE`); None: BIC's
     #: components are the clusters, the baseline it was judged against (``choice-low-dim-tiles*.md``).
     _low_dim_merge = LOW_DIM_MERGE
+    #: Whether that path fits its mixtures (and their k-means++ starts) to the design with every numeric column of few
+    #: levels spread over its levels' cells (:func:`model.dequantize.dequantize_rows`), the rows then assigned as
+    #: given: a lattice of levels is no comb of point masses for BIC to give components of their own. ``"spread"``:
+    #: so, tiles merged as on any design of many-valued columns; ``"spread-unmerged"``: so, tiles merged only where
+    #: the levels as given are many-valued (as without spreading); None: the levels as they are, the baseline it is
+    #: judged against (``benchmarks/choose_low_dim_spread.py``).
+    _low_dim_spread: str | None = None
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:
@@ -713,12 +725,20 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             self._latent_design = (cuts, latent_mask, latent_widths)
             latent_rows = design(flags_recoded(Z[ctx], cuts), latent_mask, latent_widths)
         bic_path = defaults and not latent and rows.shape[1] <= LOW_DIM_MAX_WIDTH
+        fit_rows = rows if bic_path else None  # the rows the BIC path fits its mixtures to
+        if bic_path and self._low_dim_spread not in LOW_DIM_SPREADS:
+            raise ValueError(f"_low_dim_spread must be one of {LOW_DIM_SPREADS}, got {self._low_dim_spread!r}")
+        if bic_path and self._low_dim_spread:
+            numeric = np.ones(rows.shape[1], bool)
+            for start, stop in one_hot_blocks(cat_mask, self._widths):
+                numeric[start:stop] = False
+            fit_rows = dequantize_rows(rows, numeric)[0]
         if latent and self._categorical_path == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
             candidates, refined = kmeans_starts(latent_rows, k_hi), None
         elif bic_path and self._low_dim_starts == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
-            candidates, refined = kmeans_starts(rows, k_hi), None
+            candidates, refined = kmeans_starts(fit_rows, k_hi), None
         else:
             self._orders = column_orderings(Z.shape[1], self.n_estimators)  # kept for predict
             context = net.open_context(Z[ctx], cat_mask, self._orders)
@@ -737,7 +757,10 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             criterion = self._low_dim_criterion
             if criterion != self._low_dim_criterion_rough and (self._cells_filled or not fine_columns(rows).all()):
                 criterion = self._low_dim_criterion_rough
-            rule, low_dim = "bic", choose_low_dim(rows, candidates, k_hi, criterion, merge=self._low_dim_merge)
+            merge = self._low_dim_merge
+            if self._low_dim_spread == "spread-unmerged" and not fine_columns(rows).all():
+                merge = None
+            rule, low_dim = "bic", choose_low_dim(fit_rows, candidates, k_hi, criterion, merge=merge)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":
