@@ -787,6 +787,38 @@ def test_choose_dequantize_keeps_the_answer_where_no_column_is_spread_and_refuse
         main(["--set", "dev", "--offset", "1000", "--out", str(out)])
 
 
+def test_the_ratings_set_draws_integer_ratings_of_2_to_5_classes_on_a_1_5_or_1_7_scale():
+    from benchmarks.choose_checkpoint import tables
+
+    first = list(tables("ratings", 8))
+    assert [name for name, _, _ in first] == [f"ratings_{i}" for i in range(8)]
+    for _, frame, y in first:
+        values = frame.to_numpy()
+        assert 2 <= frame.shape[1] <= 4 and 300 <= len(frame) < 1000 and 2 <= len(np.unique(y)) <= 5
+        assert frame.dtypes.map(pd.api.types.is_integer_dtype).all() and values.min() >= 1 and values.max() <= 7
+        assert set(np.unique(y)) == set(range(len(np.unique(y))))
+    assert {int(f.to_numpy().max()) for _, f, _ in first} <= {4, 5, 6, 7}
+    again = list(tables("ratings", 2, offset=3))
+    np.testing.assert_array_equal(again[0][1].to_numpy(), first[3][1].to_numpy())
+
+
+def test_choose_low_dim_spread_fits_the_variants_only_on_the_bic_path(tmp_path):
+    from benchmarks.choose_low_dim_spread import VARIANTS, main
+
+    out = tmp_path / "choice-low-dim-spread"
+    main(["--set", "ratings", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
+    df = pd.read_csv(f"{out}.csv")
+    assert len(df) == 4 and list(df["set"]) == ["ratings", "ratings", "prior", "prior"]
+    ratings, prior = df[df["set"] == "ratings"], df[df["set"] == "prior"]
+    assert ratings["bic_path"].all() and ratings["few_levels"].all()
+    assert not prior["bic_path"].any()  # wide prior tables: the network's path, every variant the baseline's answer
+    for v in VARIANTS:
+        assert (prior[v] == prior["levels"]).all() and (prior[f"{v}_k"] == prior["levels_k"]).all()
+    report = (tmp_path / "choice-low-dim-spread.md").read_text()
+    assert "| ratings | 2 | spread-unmerged |" in report and "Chosen: " in report
+    assert "Command: `python benchmarks/choose_low_dim_spread.py --set ratings prior" in report
+
+
 def test_choose_k_decision_takes_the_bayes_choice_only_where_the_ranker_chose(tmp_path, monkeypatch):
     import model.estimator as estimator_module
     from benchmarks.choose_k_decision import estimator_for, main

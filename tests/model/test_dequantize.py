@@ -88,3 +88,67 @@ def test_the_estimator_refuses_a_dequantize_that_is_not_a_bool(bad):
 
     with pytest.raises(ValueError, match="dequantize"):
         TabClustPFN(dequantize=bad).fit(_table().drop(columns=["region", "member"]))
+
+
+def test_design_rows_are_spread_only_in_the_columns_asked_for_and_as_a_frame_of_them_is():
+    from model.dequantize import dequantize_rows
+
+    frame = _table()[["score", "flag", "height", "many"]].astype(float)
+    X = frame.to_numpy()
+    asked = np.array([True, False, True, True])  # the flag stands in for a one-hot code: not asked for
+    out, spread = dequantize_rows(X, asked)
+    assert spread.tolist() == [True, False, False, False]  # height is continuous, many has 21 levels
+    assert np.array_equal(out[:, 1:], X[:, 1:]) and not np.array_equal(out[:, 0], X[:, 0])
+    assert np.all(np.abs(out[:, 0] - X[:, 0]) <= 0.5 + 1e-12)  # within the level's cell
+    assert np.array_equal(dequantize_rows(X, asked)[0], out)  # the same rows, the same draws
+    # a column spread alone gets the draws dequantize gives that column alone in a frame
+    alone = dequantize(frame[["score"]])[0]["score"].to_numpy()
+    assert np.allclose(dequantize_rows(X[:, :1], np.array([True]))[0][:, 0], alone)
+    assert X[:, 0].min() == 1.0  # the input is not modified
+
+
+def _ratings(seed=3, n=300):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    centres = rng.uniform(1.5, 4.5, (3, 4))
+    return pd.DataFrame(np.clip(np.round(centres[y] + rng.normal(0, 0.8, (n, 4))), 1, 5), columns=list("abcd")), y
+
+
+@pytest.mark.parametrize("spread", ["spread", "spread-unmerged"])
+def test_the_bic_path_fits_spread_levels_but_assigns_the_rows_as_given(spread):
+    from model.estimator import TabClustPFN
+
+    frame, _ = _ratings()
+    est = TabClustPFN(random_state=0)
+    est._low_dim_spread = spread
+    est.fit(frame)
+    assert est.k_selection_ == "bic"
+    # the labels are the fitted mixture's answer for the rows as given, which predict reads too
+    assert np.array_equal(est.predict(frame), est.labels_)
+    levels = TabClustPFN(random_state=0).fit(frame)
+    assert not np.allclose(est.k_scores_[2], levels.k_scores_[2])  # BIC was scored on other rows: the spread ones
+
+
+def test_spreading_on_the_bic_path_leaves_a_wide_table_and_a_fine_one_as_they_were():
+    from sklearn.datasets import make_blobs
+
+    from model.estimator import TabClustPFN
+
+    wide, _ = _ratings()
+    wide = pd.concat([wide, wide.add_prefix("w")], axis=1)  # 8 columns: the network's path, not BIC's
+    fine = pd.DataFrame(make_blobs(300, 3, centers=3, random_state=0)[0])  # no column of few levels
+    for frame in (wide, fine):
+        a = TabClustPFN(random_state=0).fit(frame)
+        b = TabClustPFN(random_state=0)
+        b._low_dim_spread = "spread"
+        b.fit(frame)
+        assert np.array_equal(a.labels_, b.labels_) and a.k_scores_ == b.k_scores_
+
+
+def test_an_unknown_spread_is_refused():
+    from model.estimator import TabClustPFN
+
+    est = TabClustPFN(random_state=0)
+    est._low_dim_spread = "jitter"
+    with pytest.raises(ValueError, match="_low_dim_spread"):
+        est.fit(_ratings()[0])
