@@ -436,9 +436,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: levels spread over its levels' cells (:func:`model.dequantize.dequantize_rows`), the rows then assigned as
     #: given: a lattice of levels is no comb of point masses for BIC to give components of their own. ``"spread"``:
     #: so, tiles merged as on any design of many-valued columns; ``"spread-unmerged"``: so, tiles merged only where
-    #: the levels as given are many-valued (as without spreading); None: the levels as they are, the baseline it is
-    #: judged against (``benchmarks/choose_low_dim_spread.py``).
-    _low_dim_spread: str | None = None
+    #: the levels as given are many-valued (as without spreading); None: the levels as they are, the baseline it was
+    #: judged against. ``"spread-unmerged"`` chosen 2026-12-08 on the first draw and two fresh ones
+    #: (``benchmarks/choose_low_dim_spread.py``, ``docs/results/choice-low-dim-spread*.md``): ratings +0.072 /
+    #: +0.097 / +0.107, coarse-low-d +0.010 / +0.012 / +0.012, no set lost; ``"spread"`` within 0.0001 of it.
+    _low_dim_spread: str | None = "spread-unmerged"
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:

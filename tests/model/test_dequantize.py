@@ -125,7 +125,9 @@ def test_the_bic_path_fits_spread_levels_but_assigns_the_rows_as_given(spread):
     assert est.k_selection_ == "bic"
     # the labels are the fitted mixture's answer for the rows as given, which predict reads too
     assert np.array_equal(est.predict(frame), est.labels_)
-    levels = TabClustPFN(random_state=0).fit(frame)
+    levels = TabClustPFN(random_state=0)
+    levels._low_dim_spread = None
+    levels.fit(frame)
     assert not np.allclose(est.k_scores_[2], levels.k_scores_[2])  # BIC was scored on other rows: the spread ones
 
 
@@ -138,7 +140,9 @@ def test_spreading_on_the_bic_path_leaves_a_wide_table_and_a_fine_one_as_they_we
     wide = pd.concat([wide, wide.add_prefix("w")], axis=1)  # 8 columns: the network's path, not BIC's
     fine = pd.DataFrame(make_blobs(300, 3, centers=3, random_state=0)[0])  # no column of few levels
     for frame in (wide, fine):
-        a = TabClustPFN(random_state=0).fit(frame)
+        a = TabClustPFN(random_state=0)
+        a._low_dim_spread = None
+        a.fit(frame)
         b = TabClustPFN(random_state=0)
         b._low_dim_spread = "spread"
         b.fit(frame)
