@@ -804,7 +804,10 @@ def test_the_ratings_set_draws_integer_ratings_of_2_to_5_classes_on_a_1_5_or_1_7
 
 def test_choose_low_dim_spread_fits_the_variants_only_on_the_bic_path(tmp_path):
     from benchmarks.choose_low_dim_spread import VARIANTS, main
+    from model.estimator import TabClustPFN
 
+    assert TabClustPFN._low_dim_spread == VARIANTS["spread-unmerged"]  # the variant the three draws chose ships
+    assert VARIANTS["levels"] is None  # the baseline names its setting, not today's default
     out = tmp_path / "choice-low-dim-spread"
     main(["--set", "ratings", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
     df = pd.read_csv(f"{out}.csv")
