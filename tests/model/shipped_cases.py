@@ -60,6 +60,16 @@ def _categorical_noise(seed: int = 5) -> tuple[pd.DataFrame, np.ndarray]:
     return frame, y
 
 
+def _ratings(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """Issue 28's questionnaire: 4 columns of integer ratings 1-5, 3 classes of 200 rows, each class's mean rating
+    per column uniform in 1.5-4.5, within-class spread 0.8, rounded and clipped (it came out K = 9 once)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], 200)
+    centres = rng.uniform(1.5, 4.5, (3, 4))
+    X = np.clip(np.round(centres[y] + rng.normal(0, 0.8, (600, 4))), 1, 5).astype(np.int64)
+    return pd.DataFrame(X, columns=list("abcd")), y
+
+
 def _large(seed: int = 4) -> tuple[pd.DataFrame, np.ndarray]:
     """1,500 rows in four groups, more than the 1,000-row context: the chunked path."""
     rng = np.random.default_rng(seed)
@@ -88,6 +98,7 @@ def cases() -> dict[str, tuple[pd.DataFrame, np.ndarray]]:
         "mixed_categorical": _mixed(),
         "categorical_noise": _categorical_noise(),
         "large_chunked": _large(),
+        "ratings_4_columns_3_classes": _ratings(),
     }
 
 
