@@ -130,11 +130,12 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         variance, cluster sizes); it needs ``refine="gmm"`` or ``"kmeans"``. ``"auto"``: the ranker where the
         checkpoint has one and the refine is one of those, else ``"expected_ari"``; with ``refine="gmm"`` on a
         table of at most 4 preprocessed columns (one-hot codes counted), K and the partition of lowest BIC among
-        full-covariance Gaussian mixtures run to convergence from the network's candidates (:mod:`model.low_dim`;
-        ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009, cluster shapes
-        +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), where BIC took >= 7 components on many-valued columns
-        those that tile one cluster (a crescent, a ring) merged into it (:mod:`model.tiles`; chosen on cluster
-        shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with ``refine="gmm"`` on a table whose every kept
+        full-covariance Gaussian mixtures run to convergence from k-means++ partitions (the network is not run;
+        :mod:`model.low_dim`; ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009,
+        cluster shapes +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), fitted to columns of few levels spread
+        over their cells and then assigning the rows as given (``choice-low-dim-spread*.md``), where BIC took >= 7
+        components on many-valued columns those that tile one cluster (a crescent, a ring) merged into it
+        (:mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with ``refine="gmm"`` on a table whose every kept
         column is categorical or a numeric 0/1 flag, K and the partition of lowest AIC3 among latent class models
         run to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
         "latent-class"``; chosen on development data, ``docs/results/choice-categorical-*.md``).
