@@ -135,10 +135,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         cluster shapes +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), fitted to columns of few levels spread
         over their cells and then assigning the rows as given (``choice-low-dim-spread*.md``), where BIC took >= 7
         components on many-valued columns those that tile one cluster (a crescent, a ring) merged into it
-        (:mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with ``refine="gmm"`` on a table whose every kept
-        column is categorical or a numeric 0/1 flag, K and the partition of lowest AIC3 among latent class models
-        run to convergence from the network's candidates (:mod:`model.latent_class`; ``k_selection_ =
-        "latent-class"``; chosen on development data, ``docs/results/choice-categorical-*.md``).
+        (:mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with
+        ``refine="gmm"`` on a table whose every kept column is categorical or a numeric 0/1 flag, K and the
+        partition of lowest AIC3 among latent class models run to convergence from the network's candidates
+        (:mod:`model.latent_class`; ``k_selection_ = "latent-class"``; chosen on development data,
+        ``docs/results/choice-categorical-*.md``).
         ``"expected_ari"``: the candidate
         partition with the highest ARI against the network's partition at K', averaged over K' drawn from the
         posterior and over the column orderings, each ordering with its own posterior (the Bayes choice for the
