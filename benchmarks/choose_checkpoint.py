@@ -85,6 +85,9 @@ MANY_ELLIPSES = "many-ellipses"
 #: 2-4 columns of 1-5 or 1-7 ratings with 2-5 classes (``benchmarks.shapes.ratings_frame``); only where a benchmark
 #: asks for it.
 RATINGS = "ratings"
+#: ``level-clusters`` (added 2026-12-08, after ``ratings``, as a check of the spread levels there): 2-4 columns of which
+#: 1-2 integer codes of the clusters (``benchmarks.shapes.level_clusters_frame``); only where a benchmark asks for it.
+LEVEL_CLUSTERS = "level-clusters"
 
 
 def dev_gap_tables():
@@ -215,10 +218,11 @@ def tables(which: str, n_tasks: int, offset: int = 0):
         for ds in dev_suite():
             yield ds.name, ds.features, np.asarray(ds.y)
         return
-    if which in (MANY_BLOBS, MANY_ELLIPSES, RATINGS):
-        from benchmarks.shapes import many_blobs_frame, many_ellipses_frame, ratings_frame
+    if which in (MANY_BLOBS, MANY_ELLIPSES, RATINGS, LEVEL_CLUSTERS):
+        from benchmarks.shapes import level_clusters_frame, many_blobs_frame, many_ellipses_frame, ratings_frame
 
-        frame = {MANY_BLOBS: many_blobs_frame, MANY_ELLIPSES: many_ellipses_frame, RATINGS: ratings_frame}[which]
+        frame = {MANY_BLOBS: many_blobs_frame, MANY_ELLIPSES: many_ellipses_frame, RATINGS: ratings_frame,
+                 LEVEL_CLUSTERS: level_clusters_frame}[which]
         for i in range(offset, offset + n_tasks):
             yield frame(i)
         return
@@ -248,7 +252,8 @@ def tables(which: str, n_tasks: int, offset: int = 0):
     if which not in SETS and which not in FEW_COLUMNS and which not in COARSE_FEW_COLUMNS \
             and which not in NOISE_COLUMNS and which != CATEGORICAL_CROSS:
         known = [*SETS, *FEW_COLUMNS, *COARSE_FEW_COLUMNS, *NOISE_COLUMNS, CATEGORICAL_CROSS, ALL_CATEGORICAL,
-                 ALL_CATEGORICAL_FLAGS, DEV_GAPS, DEV_DERIVED, MANY_BLOBS, MANY_ELLIPSES, RATINGS]
+                 ALL_CATEGORICAL_FLAGS, DEV_GAPS, DEV_DERIVED, MANY_BLOBS, MANY_ELLIPSES, RATINGS,
+                 LEVEL_CLUSTERS]
         raise ValueError(f"unknown set {which!r}: choose from {', '.join(dict.fromkeys(known))}")
     stream = StreamConfig()
     base = dataclasses.replace(stream.prior, n_rows=(500, 1000))

@@ -54,7 +54,7 @@ BASELINE = "levels"
 VARIANTS = {"levels": None, "spread": "spread", "spread-unmerged": "spread-unmerged"}
 #: the development sets and their sizes
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
-         "shapes": 54, "coarse-low-d": 200, "ratings": 200}
+         "shapes": 54, "coarse-low-d": 200, "ratings": 200, "level-clusters": 200}
 
 
 def _work(args: tuple[str, str, int, int, int, int]) -> list[dict]:

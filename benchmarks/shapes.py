@@ -101,6 +101,33 @@ def ratings_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
     return f"ratings_{i}", pd.DataFrame(X).add_prefix("q"), np.unique(y, return_inverse=True)[1].astype(np.int64)
 
 
+def level_clusters_frame(i: int) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """Table ``i`` of the ``level-clusters`` development set (``benchmarks/choose_checkpoint.py``): 2-4 columns in
+    which 1-2 integer columns are codes of the clusters themselves (a cylinder count beside fuel use, a grade beside a
+    score): 2-5 clusters of uniform shares; per code column each cluster has its own level (1..K, shuffled), two of
+    them sharing one with probability 0.3, and a share U(0, 0.2) of its rows get a random level; the other columns
+    continuous, cluster means N(0, s^2) per column with s ~ U(0, 2) (0: noise) and unit spread; N uniform in
+    300-999, seeded by ``i``. The few-level clusters that spreading levels over their cells can blur."""
+    rng = np.random.default_rng(i)
+    k, d, n = int(rng.integers(2, 6)), int(rng.integers(2, 5)), int(rng.integers(300, 1000))
+    codes = int(rng.integers(1, min(2, d - 1) + 1)) if d > 2 else 1
+    y = rng.integers(0, k, n)
+    columns = {}
+    for c in range(codes):
+        level = rng.permutation(k) + 1
+        if k > 2 and rng.random() < 0.3:  # two clusters share a level: the code alone does not tell them apart
+            a, b = rng.choice(k, 2, replace=False)
+            level[b] = level[a]
+        values = level[y]
+        noisy = rng.random(n) < rng.uniform(0.0, 0.2)
+        values[noisy] = rng.integers(1, k + 1, int(noisy.sum()))
+        columns[f"code{c}"] = values.astype(np.int64)
+    for j in range(d - codes):
+        means = rng.normal(0.0, rng.uniform(0.0, 2.0), k)
+        columns[f"x{j}"] = means[y] + rng.standard_normal(n)
+    return f"level-clusters_{i}", pd.DataFrame(columns), np.unique(y, return_inverse=True)[1].astype(np.int64)
+
+
 def shape_frames(n_tables: int, offset: int = 0):
     """Tables ``offset .. offset + n_tables - 1`` of the set in a fixed order: seed by seed, each seed every kind at
     every size (so the first ``3 * len(KINDS) * len(SIZES)`` are those ``write_set(seeds=3)`` writes; an offset
