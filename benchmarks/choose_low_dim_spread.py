@@ -34,8 +34,19 @@ Both variants were proposed 2026-12-08 after a probe on the first draw of ``coar
 a variant ships only if it qualifies on it and on the two fresh draws (validation seeds from 39000 and from 40000,
 which no step has seen), by the protocol (docs/DESIGN.md: a gain beyond two standard errors on a set, a loss beyond
 one on none); if both do, the one of the larger mean gain over the three draws' sets. Both qualified on all three
-(``docs/results/choice-low-dim-spread*.md``); ``spread-unmerged`` had the larger mean gain (0.01150 against 0.01146)
-and is the default since 2026-12-08. Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
+(``docs/results/choice-low-dim-spread{,-fresh,-fresh2}.md``), and ``spread-unmerged`` (the larger mean gain,
+0.01150 against 0.01146) was made the default. A set added after that choice as a check of it, ``level-clusters``
+(2-4 columns of which 1-2 integer codes of the clusters themselves, :func:`benchmarks.shapes.level_clusters_frame`),
+then showed both losing on all three draws, so neither ships (the default is None)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim_spread.py --set level-clusters \
+        --out docs/results/choice-low-dim-spread-level-clusters
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim_spread.py --set level-clusters --offset 39000 \
+        --out docs/results/choice-low-dim-spread-level-clusters-fresh
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim_spread.py --set level-clusters --offset 40000 \
+        --out docs/results/choice-low-dim-spread-level-clusters-fresh2
+
+Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
 """
 
 from __future__ import annotations

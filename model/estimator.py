@@ -132,10 +132,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         table of at most 4 preprocessed columns (one-hot codes counted), K and the partition of lowest BIC among
         full-covariance Gaussian mixtures run to convergence from k-means++ partitions (the network is not run;
         :mod:`model.low_dim`; ``k_selection_ = "bic"``; chosen on development data: 2-3 columns +0.040 +- 0.009,
-        cluster shapes +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), fitted to columns of few levels spread
-        over their cells and then assigning the rows as given (``choice-low-dim-spread*.md``), where BIC took >= 7
-        components on many-valued columns those that tile one cluster (a crescent, a ring) merged into it
-        (:mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with
+        cluster shapes +0.106 +- 0.028, ``docs/results/choice-low-dim*.md``), where BIC took >= 7 components on
+        many-valued columns those that tile one cluster (a crescent, a ring) merged into it (:mod:`model.tiles`;
+        chosen on cluster shapes and Gaussian blobs, ``choice-low-dim-tiles*.md``); with
         ``refine="gmm"`` on a table whose every kept column is categorical or a numeric 0/1 flag, K and the
         partition of lowest AIC3 among latent class models run to convergence from the network's candidates
         (:mod:`model.latent_class`; ``k_selection_ = "latent-class"``; chosen on development data,
@@ -438,11 +437,11 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: levels spread over its levels' cells (:func:`model.dequantize.dequantize_rows`), the rows then assigned as
     #: given: a lattice of levels is no comb of point masses for BIC to give components of their own. ``"spread"``:
     #: so, tiles merged as on any design of many-valued columns; ``"spread-unmerged"``: so, tiles merged only where
-    #: the levels as given are many-valued (as without spreading); None: the levels as they are, the baseline it was
-    #: judged against. ``"spread-unmerged"`` chosen 2026-12-08 on the first draw and two fresh ones
-    #: (``benchmarks/choose_low_dim_spread.py``, ``docs/results/choice-low-dim-spread*.md``): ratings +0.072 /
-    #: +0.097 / +0.107, coarse-low-d +0.010 / +0.012 / +0.012, no set lost; ``"spread"`` within 0.0001 of it.
-    _low_dim_spread: str | None = "spread-unmerged"
+    #: the levels as given are many-valued (as without spreading); None: the levels as they are (the default).
+    #: ``benchmarks/choose_low_dim_spread.py``: both gained on three draws of ratings (+0.07 to +0.11) and coarse 2-4
+    #: columns (+0.010 to +0.012) but lost where integer codes are the clusters (``level-clusters``, -0.022 to
+    #: -0.054; ``docs/results/choice-low-dim-spread*.md``): a code's levels, spread, no longer stand apart.
+    _low_dim_spread: str | None = None
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
     #: looks like one Gaussian mode split into the two halves k-means would cut, not into many pieces); ``inf``:

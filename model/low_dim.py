@@ -32,9 +32,7 @@ everywhere lost on coarse tables. AIC3 against BIC (``choice-low-dim-aic3*.md``)
 filled or a column had few levels it split them (``*-gaps.md``; issue 28's lattice of 1-5 scores), so BIC stays.
 Where BIC takes many components on a design of many-valued columns, those that tile one cluster (a crescent, a ring)
 are then merged into it (:func:`merge_tiles`, :mod:`model.tiles`; chosen on cluster shapes and Gaussian blobs,
-``choice-low-dim-tiles*.md``). The estimator fits these mixtures to the design with every numeric column of few levels
-spread over its levels' cells (``TabClustPFN._low_dim_spread``; ``choice-low-dim-spread*.md``) and assigns the rows as
-given."""
+``choice-low-dim-tiles*.md``)."""
 
 from __future__ import annotations
 

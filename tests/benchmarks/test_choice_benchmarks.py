@@ -802,11 +802,29 @@ def test_the_ratings_set_draws_integer_ratings_of_2_to_5_classes_on_a_1_5_or_1_7
     np.testing.assert_array_equal(again[0][1].to_numpy(), first[3][1].to_numpy())
 
 
+def test_the_level_clusters_set_holds_integer_codes_of_the_clusters_beside_continuous_columns():
+    from sklearn.metrics import adjusted_rand_score
+
+    from benchmarks.choose_checkpoint import tables
+
+    first = list(tables("level-clusters", 8))
+    assert [name for name, _, _ in first] == [f"level-clusters_{i}" for i in range(8)]
+    for _, frame, y in first:
+        k = len(np.unique(y))
+        assert 2 <= frame.shape[1] <= 4 and 300 <= len(frame) < 1000 and 2 <= k <= 5
+        codes = [c for c in frame if c.startswith("code")]
+        assert 1 <= len(codes) <= 2 and all(pd.api.types.is_integer_dtype(frame[c]) for c in codes)
+        for c in codes:  # levels 1..K that follow the clusters (up to a shared level and some noise)
+            assert set(frame[c]) <= set(range(1, k + 1)) and adjusted_rand_score(y, frame[c]) > 0.3
+    again = list(tables("level-clusters", 2, offset=3))
+    np.testing.assert_array_equal(again[0][1].to_numpy(), first[3][1].to_numpy())
+
+
 def test_choose_low_dim_spread_fits_the_variants_only_on_the_bic_path(tmp_path):
     from benchmarks.choose_low_dim_spread import VARIANTS, main
     from model.estimator import TabClustPFN
 
-    assert TabClustPFN._low_dim_spread == VARIANTS["spread-unmerged"]  # the variant the three draws chose ships
+    assert TabClustPFN._low_dim_spread is VARIANTS["levels"]  # neither ships: both lose on level-clusters
     assert VARIANTS["levels"] is None  # the baseline names its setting, not today's default
     out = tmp_path / "choice-low-dim-spread"
     main(["--set", "ratings", "prior", "--tasks", "2", "--workers", "1", "--out", str(out)])
