@@ -23,7 +23,9 @@ sets of ``benchmarks/choose_checkpoint.py`` (``prior``, ``noisy``, ``one-informa
   (so the jitter moves no row across a border); the design is then many-valued, so tiles are merged as on any such
   design (:data:`model.low_dim.MERGE`);
 - ``spread-unmerged``: the same, tiles merged only where the levels as given are many-valued (as ``levels`` does:
-  ``-tiles`` lost on coarse designs, ``choice-low-dim-tiles*.md``).
+  ``-tiles`` lost on coarse designs, ``choice-low-dim-tiles*.md``);
+- ``discretized`` (added after ``level-clusters``, below): per K the mixture fitted as given or spread whose
+  likelihood of the rows read as cells (:func:`model.low_dim.cell_log_likelihood`) is higher, K by BIC on it.
 
 The variants differ only on tables the BIC path serves (``k_selection_ == "bic"``), so they are fitted only there;
 elsewhere every variant's answer is the baseline's, and those tables count as ties. Per set, each variant against
@@ -46,6 +48,12 @@ then showed both losing on all three draws, so neither ships (the default is Non
     PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim_spread.py --set level-clusters --offset 40000 \
         --out docs/results/choice-low-dim-spread-level-clusters-fresh2
 
+``discretized``, which scores both fits on the rows read as cells, lost there too (the sets where no table has a
+few-level column on the BIC path tie by construction, so they are left out)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/choose_low_dim_spread.py --set ratings level-clusters coarse-low-d \
+        --out docs/results/choice-low-dim-spread-discretized
+
 Writes ``OUT.md`` and ``OUT.csv`` (one row per table).
 """
 
@@ -62,7 +70,7 @@ import numpy as np  # noqa: E402
 
 BASELINE = "levels"
 #: variant -> ``TabClustPFN._low_dim_spread``
-VARIANTS = {"levels": None, "spread": "spread", "spread-unmerged": "spread-unmerged"}
+VARIANTS = {"levels": None, "spread": "spread", "spread-unmerged": "spread-unmerged", "discretized": "discretized"}
 #: the development sets and their sizes
 SIZES = {"prior": 400, "noisy": 200, "one-informative": 200, "coarse": 200, "low-d": 200, "mid-d": 200, "dev": 23,
          "shapes": 54, "coarse-low-d": 200, "ratings": 200, "level-clusters": 200}

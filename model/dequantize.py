@@ -67,11 +67,11 @@ def dequantize(frame: pd.DataFrame) -> tuple[pd.DataFrame, list]:
     return out, spread
 
 
-def dequantize_rows(X: np.ndarray, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dequantize_rows(X: np.ndarray, columns: np.ndarray, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``X`` (n, P) with each of ``columns`` (bool (P,): numeric design columns, not one-hot codes) that
     has few levels spread over its levels' cells, as :func:`dequantize` spreads a frame's -> (new rows, bool (P,):
-    the columns spread). The same rows always get the same draws (:data:`SEED`)."""
-    rng = np.random.default_rng(SEED)
+    the columns spread). The same rows and ``seed`` always get the same draws."""
+    rng = np.random.default_rng(seed)
     out, spread = np.array(X, dtype=np.float64), np.zeros(X.shape[1], bool)
     for j in np.flatnonzero(columns):
         new = spread_values(out[:, j], rng)

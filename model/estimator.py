@@ -41,6 +41,7 @@ from model.low_dim import CRITERION as LOW_DIM_CRITERION
 from model.low_dim import MERGE as LOW_DIM_MERGE
 from model.low_dim import fine_columns
 from model.low_dim import choose as choose_low_dim
+from model.low_dim import discretized_choice
 from model.low_dim import kmeans_starts
 from model.tiles import MergedMixture
 from model.latent_class import CategoricalMixture
@@ -89,7 +90,7 @@ class _Candidates:
 
 
 #: :attr:`TabClustPFN._low_dim_spread`'s values
-LOW_DIM_SPREADS = (None, "spread", "spread-unmerged")
+LOW_DIM_SPREADS = (None, "spread", "spread-unmerged", "discretized")
 
 
 class KRangeWarning(UserWarning):
@@ -437,10 +438,13 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
     #: levels spread over its levels' cells (:func:`model.dequantize.dequantize_rows`), the rows then assigned as
     #: given: a lattice of levels is no comb of point masses for BIC to give components of their own. ``"spread"``:
     #: so, tiles merged as on any design of many-valued columns; ``"spread-unmerged"``: so, tiles merged only where
-    #: the levels as given are many-valued (as without spreading); None: the levels as they are (the default).
-    #: ``benchmarks/choose_low_dim_spread.py``: both gained on three draws of ratings (+0.07 to +0.11) and coarse 2-4
-    #: columns (+0.010 to +0.012) but lost where integer codes are the clusters (``level-clusters``, -0.022 to
-    #: -0.054; ``docs/results/choice-low-dim-spread*.md``): a code's levels, spread, no longer stand apart.
+    #: the levels as given are many-valued (as without spreading); ``"discretized"``: per K the mixture fitted as given
+    #: or spread whose likelihood of the rows read as cells is higher, K by BIC on it
+    #: (:func:`model.low_dim.discretized_choice`); None: the levels as they are (the default).
+    #: ``benchmarks/choose_low_dim_spread.py``: the spreads gained on three draws of ratings (+0.07 to +0.11) and
+    #: coarse 2-4 columns (+0.010 to +0.012) but lost where integer codes are the clusters (``level-clusters``, -0.022
+    #: to -0.054), and so did ``"discretized"`` (``docs/results/choice-low-dim-spread*.md``): read as cells, a code's
+    #: levels are no more apart than a rating's, so only the other columns could tell the two apart.
     _low_dim_spread: str | None = None
     #: With ``n_clusters=None`` and K from the network's rule (not BIC): the ``structure_score_`` above which the
     #: answer is K = 2, the fewest clusters the network reports, whatever larger K the rule chose (a table that
@@ -731,11 +735,14 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
         fit_rows = rows if bic_path else None  # the rows the BIC path fits its mixtures to
         if bic_path and self._low_dim_spread not in LOW_DIM_SPREADS:
             raise ValueError(f"_low_dim_spread must be one of {LOW_DIM_SPREADS}, got {self._low_dim_spread!r}")
+        spread_rows, spread_columns = None, None
         if bic_path and self._low_dim_spread:
             numeric = np.ones(rows.shape[1], bool)
             for start, stop in one_hot_blocks(cat_mask, self._widths):
                 numeric[start:stop] = False
-            fit_rows = dequantize_rows(rows, numeric)[0]
+            spread_rows, spread_columns = dequantize_rows(rows, numeric)
+            if self._low_dim_spread != "discretized":
+                fit_rows = spread_rows
         if latent and self._categorical_path == "kmeans":
             self._orders, context, posterior, perms = [], None, None, None
             candidates, refined = kmeans_starts(latent_rows, k_hi), None
@@ -764,6 +771,9 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             if self._low_dim_spread == "spread-unmerged" and not fine_columns(rows).all():
                 merge = None
             rule, low_dim = "bic", choose_low_dim(fit_rows, candidates, k_hi, criterion, merge=merge)
+            if self._low_dim_spread == "discretized" and spread_columns.any():  # as given or spread, by cell mass
+                spread = choose_low_dim(spread_rows, kmeans_starts(spread_rows, k_hi), k_hi, criterion, merge=None)
+                low_dim = discretized_choice(rows, spread_columns, low_dim, spread)
         elif latent:
             starts = {k: [candidates[k - 2]] for k in range(2, k_hi + 1)}
             if self._categorical_path == "both":

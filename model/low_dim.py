@@ -302,6 +302,46 @@ def choose(X: np.ndarray, candidates: np.ndarray, k_hi: int, criterion: str = CR
     return merged_where(X, choice, merge)
 
 
+#: :func:`discretized_choice`: the uniform draws per row by which a row's cell mass is estimated
+CELL_DRAWS = 8
+
+
+def cell_log_likelihood(X: np.ndarray, columns: np.ndarray, mixture: FullMixture, draws: int = CELL_DRAWS) -> float:
+    """The log-likelihood of the rows ``X`` (n, P) read as cells: each of ``columns`` (bool (P,)) of few levels is
+    known only to its level's cell (:func:`model.dequantize.dequantize_rows`), so a row's likelihood is the mixture's
+    mass over its cell, estimated by the mean density over ``draws`` uniform draws in it (the cells' volumes, the
+    same for every mixture, left out). Unlike the density at the levels, it cannot grow without bound where a
+    component sits on one level: a cell's mass is at most 1."""
+    from scipy.special import logsumexp
+
+    from model.dequantize import dequantize_rows
+
+    logs = np.stack([logsumexp(mixture.log_joint(dequantize_rows(X, columns, seed=d)[0]), axis=1)
+                     for d in range(draws)])
+    return float((logsumexp(logs, axis=0) - np.log(draws)).sum())
+
+
+def discretized_choice(X: np.ndarray, columns: np.ndarray, as_given: BicChoice, spread: BicChoice) -> BicChoice:
+    """K and the mixture for rows ``X`` (n, P) with columns of few levels (``columns``): per K the mixture of higher
+    :func:`cell_log_likelihood` of the one fitted to the levels as given (``as_given``) and the one fitted to them
+    spread over their cells (``spread``), then the K of lowest BIC on that likelihood, with its probabilities over K
+    (BIC's :data:`CALIBRATION`). The labels are the chosen mixture's for the rows as given."""
+    n, p = X.shape
+    ks = np.array(sorted(set(as_given.mixtures) & set(spread.mixtures)))
+    if not len(ks):
+        raise ValueError("discretized_choice needs both choices fitted at a common K")
+    mixtures, bic = {}, np.empty(len(ks))
+    for i, k in enumerate(ks):
+        fits = [(cell_log_likelihood(X, columns, c.mixtures[int(k)]), c.mixtures[int(k)]) for c in (as_given, spread)]
+        ll, mixtures[int(k)] = max(fits, key=lambda f: f[0])
+        bic[i] = -2.0 * ll + n_parameters(int(k), p) * np.log(n)
+    j = int(np.argmin(bic))
+    scores = -0.5 * bic / n
+    chosen = mixtures[int(ks[j])]
+    return BicChoice(int(ks[j]), chosen.posterior(X)[0].argmax(1), chosen, ks, bic, scores,
+                     bic_probabilities(scores, n, *CALIBRATION["bic"]), mixtures)
+
+
 def merged_where(X: np.ndarray, choice: BicChoice, merge: str | None = MERGE, **thresholds: float) -> BicChoice:
     """``choice`` on the design rows ``X`` with its tiles merged (:func:`merge_tiles`, ``thresholds`` passed on) where
     ``merge`` (:data:`MERGE`) says so, else ``choice`` itself."""

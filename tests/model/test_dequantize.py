@@ -114,7 +114,7 @@ def _ratings(seed=3, n=300):
     return pd.DataFrame(np.clip(np.round(centres[y] + rng.normal(0, 0.8, (n, 4))), 1, 5), columns=list("abcd")), y
 
 
-@pytest.mark.parametrize("spread", ["spread", "spread-unmerged"])
+@pytest.mark.parametrize("spread", ["spread", "spread-unmerged", "discretized"])
 def test_the_bic_path_fits_spread_levels_but_assigns_the_rows_as_given(spread):
     from model.estimator import TabClustPFN
 

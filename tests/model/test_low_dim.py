@@ -202,3 +202,45 @@ def test_fit_top_calibration_recovers_the_logistic_curve_it_was_drawn_from():
     right = rng.random(margin.size) < top_probability(margin, intercept=-2.0, slope=0.6)
     intercept, slope = fit_top_calibration(margin, right)
     assert intercept == pytest.approx(-2.0, abs=0.1) and slope == pytest.approx(0.6, abs=0.03)
+
+
+def test_a_cell_holds_at_most_its_mass_so_a_component_on_one_level_gains_nothing_past_it():
+    """One column of levels 0..4 (a rounded Gaussian): a mixture whose components sit on the levels has a huge
+    density at them, but read as cells (the rows known only to their levels' cells, width 1) its likelihood is at
+    most what the cells' masses allow, log 1 = 0 per row, and a single wide Gaussian does about as well."""
+    from model.dequantize import dequantize_rows
+    from model.low_dim import cell_log_likelihood, converged_em
+    from model.refinement import full_em
+
+    rng = np.random.default_rng(0)
+    X = np.clip(np.round(rng.normal(2.0, 1.0, (500, 1))), 0, 4)
+    levels = np.unique(X[:, 0])
+    on_levels = full_em(X, np.searchsorted(levels, X[:, 0]), len(levels), steps=20, floor=1e-4)[1]
+    wide = converged_em(X, np.zeros(500, np.int64), 1)[1]
+    columns = np.array([True])
+    density_on_levels = float(on_levels.posterior(X)[1].sum() - 0.5 * np.log(2 * np.pi) * 500)
+    cells_on_levels = cell_log_likelihood(X, columns, on_levels) - 0.5 * np.log(2 * np.pi) * 500
+    cells_wide = cell_log_likelihood(X, columns, wide) - 0.5 * np.log(2 * np.pi) * 500
+    assert density_on_levels > 500  # points of mass: a density far above 1 per row
+    assert cells_on_levels <= 0.05 * 500  # cells of width 1: at most mass 1 each (up to the draws' noise)
+    assert cells_wide > cells_on_levels - 0.2 * 500  # a single Gaussian is nearly as likely on cells
+    assert np.all(np.abs(dequantize_rows(X, columns, seed=1)[0] - X) <= 0.5)
+
+
+def test_the_discretized_choice_keeps_per_k_the_mixture_likelier_on_cells_and_labels_rows_as_given():
+    from model.dequantize import dequantize_rows
+    from model.low_dim import bic_choice, discretized_choice, kmeans_starts, resolution_floor
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 400)
+    X = np.clip(np.round(np.array([[1.0, 1.0], [3.0, 4.0], [4.5, 1.5]])[y] + rng.normal(0, 0.7, (400, 2))), 1, 5)
+    columns = np.array([True, True])
+    S = dequantize_rows(X, columns)[0]
+    as_given = bic_choice(X, {k: [s] for k, s in zip(range(2, 7), kmeans_starts(X, 6))}, floor=resolution_floor(X))
+    spread = bic_choice(S, {k: [s] for k, s in zip(range(2, 7), kmeans_starts(S, 6))}, floor=resolution_floor(S))
+    got = discretized_choice(X, columns, as_given, spread)
+    assert list(got.ks) == [2, 3, 4, 5, 6] and got.k == got.ks[np.argmin(got.bic)]
+    for k in got.ks:
+        assert got.mixtures[int(k)] in (as_given.mixtures[int(k)], spread.mixtures[int(k)])
+    np.testing.assert_array_equal(got.labels, got.mixture.posterior(X)[0].argmax(1))
+    assert abs(got.probabilities.sum() - 1.0) < 1e-9
