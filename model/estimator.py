@@ -32,7 +32,8 @@ from model.network import ContextInference, TabClustNet
 from model.preprocessing import (DEFAULT_IMPUTE, IMPUTE, TablePreprocessor, as_frame, check_unique_names, flag_cuts,
                                  flags_recoded)
 from model.refinement import (DEFAULT_REFINE, REFINED_CANDIDATES, REFINES, Centroids, DiagonalMixture, FullMixture,
-                              design, lloyd, mixture_refinement, one_hot_blocks, one_hot_widths, refine_candidates)
+                              design, lloyd, mixture_refinement, numeric_columns, one_hot_blocks, one_hot_widths,
+                              refine_candidates)
 from model.k_features import FEATURE_SETS, ranker_features
 from model.k_ranker import distinct_fraction, k_probabilities, table_temperature
 from model.low_dim import MAX_WIDTH as LOW_DIM_MAX_WIDTH
@@ -737,9 +738,7 @@ class TabClustPFN(ClusterMixin, BaseEstimator):
             raise ValueError(f"_low_dim_spread must be one of {LOW_DIM_SPREADS}, got {self._low_dim_spread!r}")
         spread_rows, spread_columns = None, None
         if bic_path and self._low_dim_spread:
-            numeric = np.ones(rows.shape[1], bool)
-            for start, stop in one_hot_blocks(cat_mask, self._widths):
-                numeric[start:stop] = False
+            numeric = numeric_columns(rows.shape[1], one_hot_blocks(cat_mask, self._widths))
             spread_rows, spread_columns = dequantize_rows(rows, numeric)
             if self._low_dim_spread != "discretized":
                 fit_rows = spread_rows

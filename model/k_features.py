@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.refinement import REFINED_CANDIDATES, VARIANCE_FLOOR, DiagonalMixture, diagonal_em
+from model.refinement import REFINED_CANDIDATES, VARIANCE_FLOOR, DiagonalMixture, diagonal_em, numeric_columns
 
 #: Rows the silhouette is computed on (a fixed subsample of larger tables): O(rows^2) distances.
 SILHOUETTE_ROWS = 400
@@ -119,9 +119,7 @@ def partition_log_likelihood(X: np.ndarray, labels: np.ndarray, k: int, blocks: 
     ``CATEGORY_PSEUDOCOUNT``. Parameters: per cluster 2 per numeric column and (levels - 1) per categorical one,
     and K - 1 weights."""
     n = X.shape[0]
-    numeric = np.ones(X.shape[1], dtype=bool)
-    for start, stop in blocks:
-        numeric[start:stop] = False
+    numeric = numeric_columns(X.shape[1], blocks)
     Xn = X[:, numeric]
     codes = [X[:, start:stop].argmax(1) for start, stop in blocks]
     joint = np.full((n, k), -np.inf)

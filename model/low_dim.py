@@ -39,8 +39,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.special import logsumexp
 
 from model.dequantize import MAX_LEVELS as COARSE_LEVELS  # a coarse column's most values (scores, counts)
+from model.dequantize import dequantize_rows
 from model.refinement import FULL_COVARIANCE_MAX_WIDTH, VARIANCE_FLOOR, FullMixture, full_em
 from model.tiles import MergedMixture, tile_groups
 
@@ -312,10 +314,6 @@ def cell_log_likelihood(X: np.ndarray, columns: np.ndarray, mixture: FullMixture
     mass over its cell, estimated by the mean density over ``draws`` uniform draws in it (the cells' volumes, the
     same for every mixture, left out). Unlike the density at the levels, it cannot grow without bound where a
     component sits on one level: a cell's mass is at most 1."""
-    from scipy.special import logsumexp
-
-    from model.dequantize import dequantize_rows
-
     logs = np.stack([logsumexp(mixture.log_joint(dequantize_rows(X, columns, seed=d)[0]), axis=1)
                      for d in range(draws)])
     return float((logsumexp(logs, axis=0) - np.log(draws)).sum())

@@ -81,6 +81,15 @@ def one_hot_blocks(cat_mask: np.ndarray, widths: np.ndarray) -> list[tuple[int, 
     return blocks
 
 
+def numeric_columns(p: int, blocks: list[tuple[int, int]]) -> np.ndarray:
+    """bool (p,): which of a design's ``p`` columns are numeric, not in one of the one-hot ``blocks``
+    (:func:`one_hot_blocks`)."""
+    numeric = np.ones(p, dtype=bool)
+    for start, stop in blocks:
+        numeric[start:stop] = False
+    return numeric
+
+
 def design(Z: np.ndarray, cat_mask: np.ndarray, widths: np.ndarray) -> np.ndarray:
     """(n, D) preprocessed rows -> (n, P) float64: numeric columns as they are, categorical codes one-hot
     (``widths`` codes each, from :func:`one_hot_widths` on the fitted table; larger codes clipped)."""
